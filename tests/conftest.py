@@ -1,0 +1,50 @@
+"""Shared test helpers: the reference data in ../shared and Google's BERT tokenizer as the oracle."""
+
+import os
+import pathlib
+
+import pytest
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = pathlib.Path(os.environ.get("TFSUBWORD_SHARED_DATA", REPOSITORY.parent / "shared" / "data"))
+BERT_VOCAB = SHARED_DATA / "bert-base-uncased-vocab.txt"
+
+
+def shared_file(name):
+    """The path of a file in ../shared/data, skipping the test cleanly when it is absent."""
+    path = SHARED_DATA / name
+    if not path.is_file():
+        pytest.skip(f"reference data not available: {path}")
+    return path
+
+
+def shared_texts():
+    """Every text file of ../shared/data (the corpora, not the vocabulary)."""
+    if not SHARED_DATA.is_dir():
+        return []
+    return sorted(p for p in SHARED_DATA.glob("*.txt") if p != BERT_VOCAB)
+
+
+def nonempty_lines(path):
+    with open(path, encoding="utf-8") as file:
+        return [line.rstrip("\n") for line in file if line.strip()]
+
+
+def bert_reference():
+    """Google's original `bert.tokenization` module, ready to use."""
+    tokenization = pytest.importorskip("bert.tokenization")
+    tokenization.FLAGS.mark_as_parsed()
+    return tokenization
+
+
+class BertReference:
+    """BERT's `BasicTokenizer` + `WordpieceTokenizer`, the oracle for `WordPieceLayer`."""
+
+    def __init__(self, tokens, lowercase=True, max_chars_per_word=100):
+        tokenization = bert_reference()
+        self.vocab = {token: index for index, token in enumerate(tokens)}
+        self.basic = tokenization.BasicTokenizer(do_lower_case=lowercase)
+        self.wordpiece = tokenization.WordpieceTokenizer(self.vocab, max_input_chars_per_word=max_chars_per_word)
+
+    def ids(self, text):
+        return [self.vocab[piece] for word in self.basic.tokenize(text) for piece in self.wordpiece.tokenize(word)]

@@ -1,0 +1,212 @@
+"""BERT's basic tokenization (cleaning, CJK spacing, lowercasing, accent stripping, punctuation and
+whitespace splitting) inside the TensorFlow graph, with core ops only.
+
+The work is split in two stages so that layers can skip the expensive one for most words:
+
+1. `coarse_split`: ASCII lowercasing, then a split on ASCII whitespace. Cheap, byte-level.
+2. `normalize_words`: the exact per-code-point rules (`unicode_data`) for coarse words that need them:
+   Unicode cleaning, case and accents, punctuation and CJK splitting, Unicode whitespace.
+
+A coarse word that is already a normalized word (say `"the"`) comes out of stage 2 unchanged, so a
+layer may look coarse words up in its vocabulary first and send only the misses to stage 2.
+`words` runs both stages on everything, for trainers and tests.
+"""
+
+import functools
+
+import numpy as np
+import tensorflow as tf
+
+from tfsubword import unicode_data as ud
+
+
+def _kinds(elements):
+    return tf.bitwise.bitwise_and(tf.bitwise.right_shift(elements, ud.KIND_SHIFT), 3)
+
+
+def _combining_classes(elements):
+    return tf.bitwise.bitwise_and(tf.bitwise.right_shift(elements, ud.CCC_SHIFT), 0xFF)
+
+
+class BertNormalizer(tf.Module):
+    """In-graph equivalent of BERT's `BasicTokenizer`.
+
+    Args:
+        lowercase: bool. Apply Python's `str.lower()` (including the final-sigma rule). Defaults to True.
+        strip_accents: bool or None. Decompose (NFD) and drop nonspacing marks. None follows `lowercase`,
+            as BERT does.
+        split_on_cjk: bool. Make each CJK ideograph a word of its own. Defaults to True.
+    """
+
+    def __init__(self, lowercase=True, strip_accents=None, split_on_cjk=True, name=None):
+        super().__init__(name=name)
+        self.lowercase = bool(lowercase)
+        self.strip_accents = self.lowercase if strip_accents is None else bool(strip_accents)
+        self.split_on_cjk = bool(split_on_cjk)
+        code_points, elements = ud.normalization_table(self.lowercase, self.strip_accents, self.split_on_cjk)
+        with tf.init_scope():
+            self._entries = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(code_points, np.arange(len(code_points), dtype=np.int32)),
+                default_value=-1,
+            )
+            self._elements = tf.constant(elements)
+            self._element_counts = tf.constant((elements >= 0).sum(axis=1).astype(np.int32))
+            if self.lowercase:
+                sigma_code_points, sigma_classes = ud.sigma_context_table()
+                self._sigma_classes = tf.lookup.StaticHashTable(
+                    tf.lookup.KeyValueTensorInitializer(sigma_code_points, sigma_classes),
+                    default_value=ud.SIGMA_OTHER,
+                )
+
+    def coarse_split(self, text):
+        """`[n]` strings -> `[n, (coarse words)]`: ASCII lowercasing and a split on ASCII whitespace.
+
+        BERT deletes vertical tab and form feed as control characters, but `tf.strings.split` splits on
+        them, so they become U+0001 first: another control character that BERT deletes and that does
+        not split. Removing them outright would join the bytes on either side, and could turn two
+        invalid UTF-8 fragments into one valid character.
+        """
+        if self.lowercase:
+            text = tf.strings.lower(text)
+        text = tf.strings.regex_replace(text, "[\x0b\x0c]", "\x01")
+        return tf.strings.split(text)
+
+    def normalize_words(self, words):
+        """`[n]` coarse words -> `[n, (words), (code points)]` int32: the normalized words of each.
+
+        Invalid UTF-8 is decoded as U+FFFD, one per maximal invalid subsequence, which cleaning then
+        deletes. A coarse word made only of deleted characters gives no words.
+        """
+        decoded = tf.strings.unicode_decode(words, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        code_points = decoded.flat_values
+        rows = decoded.value_rowids()
+        entries = self._entries.lookup(code_points)
+        known = entries >= 0
+        counts = tf.where(known, tf.gather(self._element_counts, tf.maximum(entries, 0)), 1)
+
+        implicit = code_points
+        if self.split_on_cjk:
+            implicit = tf.where(_in_cjk_ranges(code_points), code_points + (ud.OWN << ud.KIND_SHIFT), code_points)
+        width = self._elements.shape[1]
+        implicit_rows = tf.pad(implicit[:, None], [[0, 0], [0, width - 1]], constant_values=-1)
+        element_matrix = tf.where(known[:, None], tf.gather(self._elements, tf.maximum(entries, 0)), implicit_rows)
+        elements = tf.boolean_mask(element_matrix, element_matrix >= 0)
+        element_rows = tf.repeat(rows, counts)
+
+        if self.lowercase:
+            elements = tf.cond(
+                tf.reduce_any(code_points == ud.CAPITAL_SIGMA),
+                lambda: self._apply_final_sigma(code_points, rows, counts, elements),
+                lambda: elements,
+            )
+        kinds = _kinds(elements)
+        if self.strip_accents:
+            combining = _combining_classes(elements)
+            elements, element_rows = tf.cond(
+                tf.reduce_any((combining > 0) & (kinds != ud.DROP)),
+                lambda: _canonical_order(elements, element_rows, combining),
+                lambda: (elements, element_rows),
+            )
+            kinds = _kinds(elements)
+            kept = kinds != ud.DROP
+            elements, element_rows, kinds = (tf.boolean_mask(t, kept) for t in (elements, element_rows, kinds))
+        code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
+        return _group_words(code_points, kinds, element_rows, tf.shape(words, out_type=tf.int64)[0])
+
+    def words(self, text):
+        """`[n]` strings -> `[n, (words)]` strings: BERT's basic tokenization of each string."""
+        coarse = self.coarse_split(text)
+        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int32)
+        normalized = self.normalize_words(unique)
+        strings = normalized.with_values(tf.strings.unicode_encode(normalized.values, "UTF-8"))
+        return coarse.with_values(tf.gather(strings, index)).merge_dims(1, 2)
+
+    def is_normalized_word(self, token):
+        """Whether `token` (a Python str) is its own normalization and a single word.
+
+        Such a token, met as a coarse word, needs no normalization: a layer can look it up directly.
+        """
+        if not token:
+            return False
+        table = _normalization_dict(self.lowercase, self.strip_accents, self.split_on_cjk)
+        allowed_kinds = (ud.NORMAL, ud.OWN) if len(token) == 1 else (ud.NORMAL,)
+        for char in token:
+            code_point = ord(char)
+            implicit_kind = ud.OWN if self.split_on_cjk and ud.is_cjk(code_point) else ud.NORMAL
+            row = table.get(code_point, (ud.pack(code_point, implicit_kind, 0),))
+            if not any(row == (ud.pack(code_point, kind, 0),) for kind in allowed_kinds):
+                return False
+        return True
+
+    def _apply_final_sigma(self, code_points, rows, counts, elements):
+        """Lowercase each capital sigma to the final form where `str.lower()` would.
+
+        CPython scans from the sigma in both directions over case-ignorable characters, within the
+        whitespace-delimited token, after cleaning: characters that cleaning deletes are invisible,
+        and separators, CJK ideographs and coarse-word boundaries all stop the scan like an uncased
+        character does.
+        """
+        classes = self._sigma_classes.lookup(code_points)
+        stoppers = tf.where((counts > 0) & (classes != ud.SIGMA_CASE_IGNORABLE))[:, 0]
+        sigmas = tf.where(code_points == ud.CAPITAL_SIGMA)[:, 0]
+        rank = tf.searchsorted(stoppers, sigmas, side="left")
+        last = tf.size(stoppers) - 1
+
+        def cased_neighbour(neighbour_rank):
+            exists = (neighbour_rank >= 0) & (neighbour_rank <= last)
+            neighbour = tf.gather(stoppers, tf.clip_by_value(neighbour_rank, 0, last))
+            same_word = tf.gather(rows, neighbour) == tf.gather(rows, sigmas)
+            return exists & same_word & (tf.gather(classes, neighbour) == ud.SIGMA_CASED)
+
+        final = cased_neighbour(rank - 1) & ~cased_neighbour(rank + 1)
+        lowered = tf.where(final, ud.pack(ud.FINAL_SIGMA, ud.NORMAL, 0), ud.pack(ud.SMALL_SIGMA, ud.NORMAL, 0))
+        positions = tf.gather(tf.cumsum(counts, exclusive=True), sigmas)
+        return tf.tensor_scatter_nd_update(elements, positions[:, None], lowered)
+
+
+def _in_cjk_ranges(code_points):
+    inside = tf.zeros_like(code_points, dtype=tf.bool)
+    for low, high in ud.CJK_RANGES:
+        inside |= (code_points >= low) & (code_points <= high)
+    return inside
+
+
+def _canonical_order(elements, element_rows, combining):
+    """NFD's canonical reordering: stable sort of each run of marks by combining class.
+
+    A run starts at every starter (class 0, including marks about to be dropped) and at every coarse
+    word boundary.
+    """
+    previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
+    run_starts = (combining == 0) | (element_rows != previous_rows)
+    runs = tf.cumsum(tf.cast(run_starts, tf.int64))
+    order = tf.argsort(runs * 256 + tf.cast(combining, tf.int64), stable=True)
+    return tf.gather(elements, order), tf.gather(element_rows, order)
+
+
+def _group_words(code_points, kinds, element_rows, n_rows):
+    """Group normalized elements into words: separators split and vanish, `OWN` elements stand alone."""
+    previous_kinds = tf.concat([[ud.SPACE], kinds[:-1]], axis=0)
+    previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
+    in_word = kinds != ud.SPACE
+    starts = in_word & (
+        (element_rows != previous_rows)
+        | (kinds == ud.OWN)
+        | (previous_kinds == ud.OWN)
+        | (previous_kinds == ud.SPACE)
+    )
+    code_points, element_rows, starts = (tf.boolean_mask(t, in_word) for t in (code_points, element_rows, starts))
+    word_ids = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+    n_words = tf.reduce_sum(tf.cast(starts, tf.int64))
+    words = tf.RaggedTensor.from_value_rowids(code_points, word_ids, nrows=n_words, validate=False)
+    return tf.RaggedTensor.from_value_rowids(
+        words, tf.boolean_mask(element_rows, starts), nrows=n_rows, validate=False
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _normalization_dict(lowercase, strip_accents, split_on_cjk):
+    code_points, elements = ud.normalization_table(lowercase, strip_accents, split_on_cjk)
+    return {
+        int(code_point): tuple(int(e) for e in row if e >= 0) for code_point, row in zip(code_points, elements)
+    }
