@@ -1,0 +1,235 @@
+"""`TokenizerLayer`: what every tfsubword tokenizer layer shares.
+
+A subclass supplies only the algorithm: `_build(tokens)` to make its tables from a validated token
+list, `_tokenize_strings(strings)` mapping a 1-D string tensor to a `tf.RaggedTensor` of int32 ids,
+and `_detokenize_tokens(tokens)` mapping a `tf.RaggedTensor` `[n, (tokens)]` of token strings to `[n]`
+strings. The shape contract, padding, output dtype, vocabulary accessors, config and asset saving
+live here, once.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from tfsubword import vocab as vocab_lib
+
+_VOCABULARY_ASSET = "vocabulary.txt"
+
+
+class TokenizerLayer(keras.layers.Layer):
+    """Base class of the tokenizer layers.
+
+    Args:
+        vocabulary: list of str, or the path of a one-token-per-line file; the id of a token is its
+            position. May be None only to be set later with `set_vocabulary` (as `.keras` loading does).
+        sequence_length: int or None. If set, outputs are dense, truncated or padded to this length
+            with the id of `"[PAD]"` (0 if the vocabulary has no `"[PAD]"`). Defaults to None: ragged.
+        dtype: an integer dtype for ids, or `"string"` for the tokens themselves. Defaults to "int32".
+    """
+
+    def __init__(self, vocabulary=None, *, sequence_length=None, dtype="int32", **kwargs):
+        if dtype != "string" and not _is_integer_dtype(dtype):
+            raise ValueError(f"`dtype` must be an integer type or 'string'. Received: dtype={dtype!r}.")
+        if sequence_length is not None and (
+            isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1
+        ):
+            raise ValueError(
+                f"`sequence_length` must be a positive int or None. Received: sequence_length={sequence_length!r}."
+            )
+        super().__init__(dtype=dtype, **kwargs)
+        # Strings stay TensorFlow strings; Python strings and lists are accepted as inputs.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.sequence_length = sequence_length
+        self.built = True
+        self._tokens = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+
+    # Vocabulary.
+
+    def set_vocabulary(self, vocabulary):
+        """Replace the vocabulary (a list of tokens or a file path) and rebuild the tables."""
+        tokens = vocab_lib.as_token_list(vocabulary)
+        self._validate_vocabulary(tokens)
+        self._token_ids = {token: index for index, token in enumerate(tokens)}
+        self._tokens = tokens
+        with tf.init_scope():
+            self._token_strings = tf.constant(tokens, dtype=tf.string)
+        self.pad_token_id = self._token_ids.get("[PAD]", 0)
+        self._build(tokens)
+
+    def get_vocabulary(self):
+        """The tokens, as a list of str; the id of a token is its position."""
+        return list(self._require_vocabulary())
+
+    def vocabulary_size(self):
+        return len(self._require_vocabulary())
+
+    def id_to_token(self, id):
+        tokens = self._require_vocabulary()
+        if isinstance(id, bool) or not isinstance(id, int) or not 0 <= id < len(tokens):
+            raise ValueError(f"`id` must be an int in [0, {len(tokens)}). Received: id={id!r}.")
+        return tokens[id]
+
+    def token_to_id(self, token):
+        self._require_vocabulary()
+        if token not in self._token_ids:
+            raise ValueError(f"Token {token!r} is not in the vocabulary.")
+        return self._token_ids[token]
+
+    def _require_vocabulary(self):
+        if self._tokens is None:
+            raise ValueError(
+                f"{type(self).__name__} has no vocabulary yet: pass `vocabulary` to the constructor or call "
+                "`set_vocabulary()` first."
+            )
+        return self._tokens
+
+    def _validate_vocabulary(self, tokens):
+        """Subclasses check their own requirements here (such as an unknown token), raising ValueError."""
+
+    # Encoding and decoding.
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def tokenize(self, inputs):
+        """Strings -> ids (or tokens, with `dtype="string"`).
+
+        Shapes: a scalar gives a 1-D tensor; `[batch]` and Keras's `[batch, 1]` give a
+        `tf.RaggedTensor` `[batch, (tokens)]`; any other shape `[..., n]` gives `[..., n, (tokens)]`;
+        a ragged input gains one ragged dimension. With `sequence_length`, the token dimension is dense.
+        """
+        self._require_vocabulary()
+        inputs = _as_string_tensor(inputs)
+        flat, restore = _flatten_strings(inputs)
+        ids = self._tokenize_strings(flat)
+        if self.compute_dtype == "string":
+            tokens = ids.with_flat_values(tf.gather(self._token_strings, ids.flat_values))
+            padding = self._tokens[self.pad_token_id]
+        else:
+            tokens = tf.cast(ids, self.compute_dtype)
+            padding = self.pad_token_id
+        if self.sequence_length is not None:
+            tokens = tokens.to_tensor(default_value=padding, shape=[None, self.sequence_length])
+        return restore(tokens)
+
+    def detokenize(self, inputs):
+        """Ids (or tokens) -> text, over the last dimension: `[..., tokens]` gives `[...]` strings.
+
+        Every id is mapped, padding and special tokens included; an id outside the vocabulary raises
+        `InvalidArgumentError`.
+        """
+        self._require_vocabulary()
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+            inputs = tf.convert_to_tensor(inputs)
+        if not inputs.shape.rank:
+            raise ValueError(f"`detokenize` needs inputs with a dimension of tokens. Received shape {inputs.shape}.")
+        return _map_rows(inputs, self._detokenize_rows)
+
+    def _detokenize_rows(self, rows):
+        if rows.dtype != tf.string:
+            ids = tf.cast(rows.flat_values, tf.int64)
+            size = tf.constant(len(self._tokens), tf.int64)
+            with tf.control_dependencies(
+                [
+                    tf.debugging.assert_non_negative(ids, message="detokenize: negative token id"),
+                    tf.debugging.assert_less(ids, size, message="detokenize: token id beyond the vocabulary"),
+                ]
+            ):
+                rows = rows.with_flat_values(tf.gather(self._token_strings, ids))
+        return self._detokenize_tokens(rows)
+
+    def compute_output_spec(self, inputs):
+        shape = tuple(inputs.shape)
+        if len(shape) == 2 and shape[-1] == 1:
+            shape = shape[:1]
+        if self.sequence_length is not None:
+            return keras.KerasTensor(shape + (self.sequence_length,), dtype=self.compute_dtype)
+        if not shape:
+            return keras.KerasTensor((None,), dtype=self.compute_dtype)
+        return keras.KerasTensor(shape + (None,), dtype=self.compute_dtype, ragged=True)
+
+    # Saving.
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"vocabulary": None, "sequence_length": self.sequence_length})
+        return config
+
+    def save_assets(self, dir_path):
+        vocab_lib.write_vocabulary(self._require_vocabulary(), os.path.join(dir_path, _VOCABULARY_ASSET))
+
+    def load_assets(self, dir_path):
+        self.set_vocabulary(os.path.join(dir_path, _VOCABULARY_ASSET))
+
+    # For subclasses.
+
+    def _build(self, tokens):
+        raise NotImplementedError
+
+    def _tokenize_strings(self, strings):
+        raise NotImplementedError
+
+    def _detokenize_tokens(self, tokens):
+        raise NotImplementedError
+
+
+def _is_integer_dtype(dtype):
+    try:
+        return tf.as_dtype(dtype).is_integer
+    except TypeError:
+        return False
+
+
+def _as_string_tensor(inputs):
+    if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+        try:
+            inputs = tf.convert_to_tensor(inputs)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"Tokenizer inputs must be strings. Received: {inputs!r}") from error
+    if inputs.dtype != tf.string:
+        raise ValueError(f"Tokenizer inputs must be strings. Received a tensor of dtype {inputs.dtype.name}.")
+    return inputs
+
+
+def _map_rows(inputs, function):
+    """Apply `function` (`[n, (tokens)]` ragged -> `[n]`) to every row of the last dimension."""
+    if isinstance(inputs, tf.RaggedTensor):
+        if inputs.flat_values.shape.rank > 1:
+            return inputs.with_flat_values(_map_rows(inputs.flat_values, function))
+        splits = inputs.nested_row_splits
+        result = function(tf.RaggedTensor.from_row_splits(inputs.flat_values, splits[-1], validate=False))
+        if len(splits) == 1:
+            return result
+        return tf.RaggedTensor.from_nested_row_splits(result, splits[:-1], validate=False)
+    shape = tf.shape(inputs)
+    result = function(tf.RaggedTensor.from_tensor(tf.reshape(inputs, [-1, shape[-1]])))
+    return tf.reshape(result, shape[:-1])
+
+
+def _flatten_strings(inputs):
+    """A 1-D tensor of all the strings, and a function that gives results per string the input's shape."""
+    if isinstance(inputs, tf.RaggedTensor):
+        return inputs.flat_values, inputs.with_flat_values
+    rank = inputs.shape.rank
+    if rank is None:
+        raise ValueError("Tokenizer inputs must have a known rank.")
+    if rank == 0:
+        return inputs[None], lambda result: result[0]
+    if rank == 1:
+        return inputs, lambda result: result
+    if rank == 2 and inputs.shape[-1] == 1:
+        return inputs[:, 0], lambda result: result
+    outer_shape = tf.shape(inputs, out_type=tf.int64)
+
+    def restore(result):
+        if isinstance(result, tf.RaggedTensor):
+            for dimension in range(rank - 1, 0, -1):
+                result = tf.RaggedTensor.from_uniform_row_length(result, outer_shape[dimension])
+            return result
+        return tf.reshape(result, tf.concat([outer_shape, tf.shape(result, out_type=tf.int64)[1:]], axis=0))
+
+    return tf.reshape(inputs, [-1]), restore

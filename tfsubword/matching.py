@@ -1,0 +1,142 @@
+"""Greedy longest-match-first segmentation in the TensorFlow graph.
+
+A set of strings becomes a trie whose transitions live in one hash table, keyed by
+`node * 0x110000 + code point`. Matching is done in two vectorized steps over a whole batch of words:
+
+1. `Trie.longest_matches`: from every position at once, walk the trie along the text and keep the
+   longest string of the set that starts there. The loop runs as many times as the longest walk (at
+   most the longest string of the set plus one), whatever the number or length of the words.
+2. `greedy_path`: follow the chain "position -> end of its longest match" from each word start by
+   pointer doubling, in log2(longest word) steps.
+
+WordPiece is step 1 with a root per position (word start or continuation) and step 2 with "no match"
+meaning failure. A string-rewrite map (a longest-match normalizer) is the same with "no match" meaning
+"copy one character".
+"""
+
+import numpy as np
+import tensorflow as tf
+
+_CODE_POINTS = 0x110000
+
+
+class Trie(tf.Module):
+    """The strings `keys` (Python str), each with an int32 value, as an in-graph trie.
+
+    Node 0 is the root. `node(prefix)` gives the node reached by a prefix, to start walks from.
+    """
+
+    def __init__(self, keys, values, name=None):
+        super().__init__(name=name)
+        children = {}
+        node_values = [-1]
+        for key, value in zip(keys, values):
+            node = 0
+            for char in key:
+                edge = (node, ord(char))
+                child = children.get(edge)
+                if child is None:
+                    child = children[edge] = len(node_values)
+                    node_values.append(-1)
+                node = child
+            node_values[node] = value
+        self._children = children
+        edges = np.array(list(children.keys()), dtype=np.int64).reshape(-1, 2)
+        with tf.init_scope():
+            self._transitions = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    edges[:, 0] * _CODE_POINTS + edges[:, 1], np.fromiter(children.values(), np.int32, len(children))
+                ),
+                default_value=-1,
+            )
+            self._node_values = tf.constant(node_values, dtype=tf.int32)
+
+    def node(self, prefix):
+        """The node reached from the root by `prefix`, or -1 if no key starts with it."""
+        node = 0
+        for char in prefix:
+            node = self._children.get((node, ord(char)), -1)
+            if node < 0:
+                return -1
+        return node
+
+    def longest_matches(self, code_points, start_nodes, limits):
+        """The longest key starting at each position.
+
+        Args:
+            code_points: int32 `[n]`, the text (all words concatenated).
+            start_nodes: int32 `[n]`, the node to walk from at each position; -1 to skip the position.
+            limits: int32 `[n]`, the exclusive end of the word each position belongs to; walks stop there.
+
+        Returns:
+            `(ends, values)`, int32 `[n]`: the exclusive end and the value of the longest key that
+            starts at each position, or -1 and -1 where none does.
+        """
+        size = tf.size(code_points)
+        origins = tf.cast(tf.where(start_nodes >= 0)[:, 0], tf.int32)
+        # One row per walk: origin, node, next position, limit, best end, best value.
+        walks = tf.stack(
+            [
+                origins,
+                tf.gather(start_nodes, origins),
+                origins,
+                tf.gather(limits, origins),
+                -tf.ones_like(origins),
+                -tf.ones_like(origins),
+            ],
+            axis=1,
+        )
+        # Seeded with an empty block: concatenating a TensorArray with no elements fails.
+        finished = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None, 3])
+        finished = finished.write(0, tf.zeros([0, 3], tf.int32))
+
+        def step(walks, finished):
+            node, position, limit = walks[:, 1], walks[:, 2], walks[:, 3]
+            inside = position < limit
+            char = tf.gather(code_points, tf.minimum(position, size - 1))
+            key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
+            child = tf.where(inside, self._transitions.lookup(key), -1)
+            moved = child >= 0
+            value = tf.gather(self._node_values, tf.maximum(child, 0))
+            accepted = moved & (value >= 0)
+            best_end = tf.where(accepted, position + 1, walks[:, 4])
+            best_value = tf.where(accepted, value, walks[:, 5])
+            walks = tf.stack([walks[:, 0], child, position + 1, limit, best_end, best_value], axis=1)
+            stopped = tf.boolean_mask(walks, ~moved)
+            finished = finished.write(finished.size(), tf.gather(stopped, [0, 4, 5], axis=1))
+            return tf.boolean_mask(walks, moved), finished
+
+        _, finished = tf.while_loop(
+            lambda walks, finished: tf.shape(walks)[0] > 0,
+            step,
+            (walks, finished),
+            shape_invariants=(tf.TensorShape([None, 6]), None),
+        )
+        results = finished.concat()
+        indices = results[:, :1]
+        ends = tf.tensor_scatter_nd_update(-tf.ones([size], tf.int32), indices, results[:, 1])
+        values = tf.tensor_scatter_nd_update(-tf.ones([size], tf.int32), indices, results[:, 2])
+        return ends, values
+
+
+def greedy_path(jumps, starts, max_steps):
+    """Positions visited by following `jumps` from each start.
+
+    Args:
+        jumps: int32 `[n]`, each position's successor: a later position, or `n` ("stop here") or
+            `n + 1` ("fail here"); both end the path.
+        starts: bool `[n]`, where paths begin.
+        max_steps: Python int, an upper bound on the positions in one path.
+
+    Returns:
+        bool `[n]`: whether each position lies on a path.
+    """
+    size = tf.size(jumps)
+    jumps = tf.concat([jumps, [size, size + 1]], axis=0)
+    visited = tf.concat([starts, [False, False]], axis=0)
+    # After round r, `visited` holds the first 2**r positions of every path and `jumps` leaps 2**r steps.
+    for _ in range(max(max_steps - 1, 0).bit_length()):
+        targets = tf.boolean_mask(jumps, visited)
+        visited = tf.tensor_scatter_nd_update(visited, targets[:, None], tf.ones_like(targets, dtype=tf.bool))
+        jumps = tf.gather(jumps, jumps)
+    return visited[:-2]

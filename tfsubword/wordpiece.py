@@ -1,0 +1,180 @@
+"""`WordPieceLayer`: BERT's tokenizer (basic tokenization + greedy WordPiece) in the graph, core ops only."""
+
+import keras
+import tensorflow as tf
+
+from tfsubword import matching
+from tfsubword.layers import TokenizerLayer
+from tfsubword.text import BertNormalizer
+
+
+@keras.saving.register_keras_serializable(package="tfsubword")
+class WordPieceLayer(TokenizerLayer):
+    """Tokenize text into WordPiece ids exactly as Google's BERT tokenizer does.
+
+    Text is cleaned, split on whitespace and punctuation (and around CJK ideographs), optionally
+    lowercased and stripped of accents (BERT's `BasicTokenizer`), then each word is split into the
+    longest vocabulary pieces from the left, continuation pieces carrying `suffix_indicator`
+    (`WordpieceTokenizer`). A word with any part not in the vocabulary, or longer than
+    `max_chars_per_word` characters, becomes one `unknown_token`. Everything runs on core TensorFlow
+    ops, so a model that contains this layer serves wherever plain TensorFlow runs.
+
+    Args:
+        vocabulary: list of str, or the path of a one-token-per-line file; ids are positions.
+        lowercase: bool. Lowercase the text (Python's `str.lower()`). Defaults to True.
+        strip_accents: bool or None. Remove accents (NFD, then drop nonspacing marks). None follows
+            `lowercase`, as BERT does. Defaults to None.
+        split_on_cjk: bool. Make each CJK ideograph a word of its own. Defaults to True.
+        max_chars_per_word: int. Longer words become `unknown_token`. Defaults to 100, as in the
+            released BERT checkpoints.
+        unknown_token: str. The token for words that cannot be pieced together; it must be in the
+            vocabulary. Defaults to "[UNK]".
+        suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
+        sequence_length: int or None. If set, the output is a dense `[..., sequence_length]` tensor,
+            truncated or padded with the id of "[PAD]" (0 if absent). Defaults to None (ragged).
+        dtype: an integer dtype, or "string" to return tokens instead of ids. Defaults to "int32".
+
+    Examples:
+
+    >>> vocab = ["[PAD]", "[UNK]", "the", "qu", "##ick", "fox", "."]
+    >>> layer = WordPieceLayer(vocab)
+    >>> layer("The quick fox.").numpy()
+    array([2, 3, 4, 5, 6], dtype=int32)
+    >>> layer(["The quick fox.", "the fox"]).to_list()
+    [[2, 3, 4, 5, 6], [2, 5]]
+    >>> WordPieceLayer(vocab, sequence_length=4)(["the fox"]).numpy()
+    array([[2, 5, 0, 0]], dtype=int32)
+    >>> WordPieceLayer(vocab, dtype="string")("The quickest fox").numpy()
+    array([b'the', b'[UNK]', b'fox'], dtype=object)
+    >>> layer.detokenize([2, 3, 4, 5, 6]).numpy()
+    b'the quick fox .'
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        *,
+        lowercase=True,
+        strip_accents=None,
+        split_on_cjk=True,
+        max_chars_per_word=100,
+        unknown_token="[UNK]",
+        suffix_indicator="##",
+        sequence_length=None,
+        dtype="int32",
+        **kwargs,
+    ):
+        for name, value in (("lowercase", lowercase), ("split_on_cjk", split_on_cjk)):
+            if not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}.")
+        if strip_accents is not None and not isinstance(strip_accents, bool):
+            raise ValueError(f"`strip_accents` must be True, False or None. Received: strip_accents={strip_accents!r}.")
+        if isinstance(max_chars_per_word, bool) or not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
+            raise ValueError(
+                f"`max_chars_per_word` must be a positive int. Received: max_chars_per_word={max_chars_per_word!r}."
+            )
+        if not isinstance(unknown_token, str) or not unknown_token:
+            raise ValueError(f"`unknown_token` must be a non-empty str. Received: unknown_token={unknown_token!r}.")
+        if not isinstance(suffix_indicator, str):
+            raise ValueError(f"`suffix_indicator` must be a str. Received: suffix_indicator={suffix_indicator!r}.")
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.split_on_cjk = split_on_cjk
+        self.max_chars_per_word = max_chars_per_word
+        self.unknown_token = unknown_token
+        self.suffix_indicator = suffix_indicator
+        super().__init__(vocabulary, sequence_length=sequence_length, dtype=dtype, **kwargs)
+
+    def _validate_vocabulary(self, tokens):
+        if self.unknown_token not in tokens:
+            raise ValueError(
+                f"The vocabulary does not contain the unknown token {self.unknown_token!r} "
+                "(set `unknown_token` to a token that it contains)."
+            )
+
+    def _build(self, tokens):
+        self._normalizer = BertNormalizer(self.lowercase, self.strip_accents, self.split_on_cjk)
+        self._unknown_id = self._token_ids[self.unknown_token]
+        self._trie = matching.Trie(tokens, range(len(tokens)))
+        self._root = 0
+        self._continuation_root = self._trie.node(self.suffix_indicator)
+        # Coarse words that are normalized vocabulary words need neither normalization nor matching.
+        whole_words = [
+            (token, index)
+            for index, token in enumerate(tokens)
+            if len(token) <= self.max_chars_per_word and self._normalizer.is_normalized_word(token)
+        ]
+        with tf.init_scope():
+            self._whole_words = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant([token for token, _ in whole_words], tf.string),
+                    tf.constant([index for _, index in whole_words], tf.int32),
+                ),
+                default_value=-1,
+            )
+
+    def _tokenize_strings(self, strings):
+        coarse = self._normalizer.coarse_split(strings)
+        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int32)
+        whole_ids = self._whole_words.lookup(unique)
+        missed = whole_ids < 0
+        words = self._normalizer.normalize_words(tf.boolean_mask(unique, missed))
+        pieces = words.with_values(self._segment(words.values)).merge_dims(1, 2)
+        # Rows 0..m-1: the pieces of each missed coarse word; rows m..: one id per unique coarse word.
+        candidates = tf.concat([pieces, tf.RaggedTensor.from_tensor(whole_ids[:, None])], axis=0)
+        missed_rank = tf.cumsum(tf.cast(missed, tf.int32)) - 1
+        rows = tf.where(missed, missed_rank, pieces.nrows(out_type=tf.int32) + tf.range(tf.size(unique)))
+        per_word = tf.gather(candidates, tf.gather(rows, index))
+        return coarse.with_values(per_word).merge_dims(1, 2)
+
+    def _segment(self, words):
+        """Greedy longest-match-first WordPiece: `[n, (code points)]` -> `[n, (ids)]`."""
+        code_points = words.flat_values
+        rows = tf.cast(words.value_rowids(), tf.int32)
+        splits = tf.cast(words.row_splits, tf.int32)
+        starts = tf.gather(splits[:-1], rows)
+        limits = tf.gather(splits[1:], rows)
+        first = tf.range(tf.size(code_points)) == starts
+        too_long = limits - starts > self.max_chars_per_word
+        start_nodes = tf.where(first, self._root, self._continuation_root)
+        start_nodes = tf.where(too_long, -1, start_nodes)
+        ends, ids = self._trie.longest_matches(code_points, start_nodes, limits)
+
+        size = tf.size(code_points)
+        jumps = tf.where(ends < 0, size + 1, tf.where(ends >= limits, size, ends))
+        on_path = matching.greedy_path(jumps, first, self.max_chars_per_word)
+        failed_rows = tf.math.unsorted_segment_max(tf.cast(on_path & (ends < 0), tf.int32), rows, words.nrows(tf.int32))
+        failed = tf.gather(failed_rows, rows) > 0
+        kept = tf.where(failed, first, on_path)
+        ids = tf.where(failed, self._unknown_id, ids)
+        return tf.RaggedTensor.from_value_rowids(
+            tf.boolean_mask(ids, kept), tf.boolean_mask(words.value_rowids(), kept), nrows=words.nrows(), validate=False
+        )
+
+    def _detokenize_tokens(self, tokens):
+        """Join tokens with spaces, and continuation pieces to the piece before them without their prefix."""
+        indicator_length = len(self.suffix_indicator.encode("utf-8"))
+        flat = tokens.flat_values
+        lengths = tf.strings.length(flat)
+        continuation = (tf.strings.substr(flat, 0, indicator_length) == self.suffix_indicator) & (
+            lengths > indicator_length
+        )
+        skipped = tf.where(continuation, indicator_length, 0)
+        text = tf.strings.substr(flat, skipped, lengths - skipped)
+        first = tf.range(tf.size(flat, out_type=tf.int64)) == tf.gather(tokens.row_starts(), tokens.value_rowids())
+        text = tf.where(continuation | first, text, tf.strings.join([" ", text]))
+        return tf.strings.reduce_join(tokens.with_flat_values(text), axis=-1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "lowercase": self.lowercase,
+                "strip_accents": self.strip_accents,
+                "split_on_cjk": self.split_on_cjk,
+                "max_chars_per_word": self.max_chars_per_word,
+                "unknown_token": self.unknown_token,
+                "suffix_indicator": self.suffix_indicator,
+            }
+        )
+        return config
