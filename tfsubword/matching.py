@@ -17,6 +17,8 @@ meaning failure. A string-rewrite map (a longest-match normalizer) is the same w
 import numpy as np
 import tensorflow as tf
 
+from tfsubword import graph_ops as ops
+
 _CODE_POINTS = 0x110000
 
 
@@ -73,38 +75,33 @@ class Trie(tf.Module):
             starts at each position, or -1 and -1 where none does.
         """
         size = tf.size(code_points)
-        origins = tf.cast(tf.where(start_nodes >= 0)[:, 0], tf.int32)
+        origins = tf.cast(ops.indices_where(start_nodes >= 0), tf.int32)
+        none = -tf.ones_like(origins)
         # One row per walk: origin, node, next position, limit, best end, best value.
         walks = tf.stack(
-            [
-                origins,
-                tf.gather(start_nodes, origins),
-                origins,
-                tf.gather(limits, origins),
-                -tf.ones_like(origins),
-                -tf.ones_like(origins),
-            ],
-            axis=1,
+            [origins, tf.gather(start_nodes, origins), origins, tf.gather(limits, origins), none, none], axis=1
         )
         # Seeded with an empty block: concatenating a TensorArray with no elements fails.
         finished = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None, 3])
         finished = finished.write(0, tf.zeros([0, 3], tf.int32))
 
         def step(walks, finished):
-            node, position, limit = walks[:, 1], walks[:, 2], walks[:, 3]
-            inside = position < limit
+            origin, node, position, limit, best_end, best_value = tf.unstack(walks, num=6, axis=1)
             char = tf.gather(code_points, tf.minimum(position, size - 1))
             key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
-            child = tf.where(inside, self._transitions.lookup(key), -1)
-            moved = child >= 0
+            child = tf.where(position < limit, self._transitions.lookup(key), -1)
             value = tf.gather(self._node_values, tf.maximum(child, 0))
+            moved = child >= 0
             accepted = moved & (value >= 0)
-            best_end = tf.where(accepted, position + 1, walks[:, 4])
-            best_value = tf.where(accepted, value, walks[:, 5])
-            walks = tf.stack([walks[:, 0], child, position + 1, limit, best_end, best_value], axis=1)
-            stopped = tf.boolean_mask(walks, ~moved)
-            finished = finished.write(finished.size(), tf.gather(stopped, [0, 4, 5], axis=1))
-            return tf.boolean_mask(walks, moved), finished
+            position += 1
+            best_end = tf.where(accepted, position, best_end)
+            best_value = tf.where(accepted, value, best_value)
+            stopped = ops.indices_where(~moved)
+            finished = finished.write(
+                finished.size(), tf.gather(tf.stack([origin, best_end, best_value], axis=1), stopped)
+            )
+            walks = tf.stack([origin, child, position, limit, best_end, best_value], axis=1)
+            return tf.gather(walks, ops.indices_where(moved)), finished
 
         _, finished = tf.while_loop(
             lambda walks, finished: tf.shape(walks)[0] > 0,
@@ -112,11 +109,12 @@ class Trie(tf.Module):
             (walks, finished),
             shape_invariants=(tf.TensorShape([None, 6]), None),
         )
-        results = finished.concat()
-        indices = results[:, :1]
-        ends = tf.tensor_scatter_nd_update(-tf.ones([size], tf.int32), indices, results[:, 1])
-        values = tf.tensor_scatter_nd_update(-tf.ones([size], tf.int32), indices, results[:, 2])
-        return ends, values
+        origin, end, value = tf.unstack(finished.concat(), num=3, axis=1)
+        unmatched = -tf.ones([size], tf.int32)
+        indices = origin[:, None]
+        return tf.tensor_scatter_nd_update(unmatched, indices, end), tf.tensor_scatter_nd_update(
+            unmatched, indices, value
+        )
 
 
 def greedy_path(jumps, starts, max_steps):
@@ -136,7 +134,7 @@ def greedy_path(jumps, starts, max_steps):
     visited = tf.concat([starts, [False, False]], axis=0)
     # After round r, `visited` holds the first 2**r positions of every path and `jumps` leaps 2**r steps.
     for _ in range(max(max_steps - 1, 0).bit_length()):
-        targets = tf.boolean_mask(jumps, visited)
+        targets = tf.gather(jumps, ops.indices_where(visited))
         visited = tf.tensor_scatter_nd_update(visited, targets[:, None], tf.ones_like(targets, dtype=tf.bool))
         jumps = tf.gather(jumps, jumps)
     return visited[:-2]

@@ -17,6 +17,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
+from tfsubword import graph_ops as ops
 from tfsubword import unicode_data as ud
 
 
@@ -77,26 +78,26 @@ class BertNormalizer(tf.Module):
         Invalid UTF-8 is decoded as U+FFFD, one per maximal invalid subsequence, which cleaning then
         deletes. A coarse word made only of deleted characters gives no words.
         """
-        decoded = tf.strings.unicode_decode(words, "UTF-8", errors="replace", replacement_char=0xFFFD)
-        code_points = decoded.flat_values
-        rows = decoded.value_rowids()
+        code_points, splits = ops.decode_utf8(words)
+        rows = ops.row_ids(splits, tf.size(code_points))
         entries = self._entries.lookup(code_points)
         known = entries >= 0
-        counts = tf.where(known, tf.gather(self._element_counts, tf.maximum(entries, 0)), 1)
 
         implicit = code_points
         if self.split_on_cjk:
             implicit = tf.where(_in_cjk_ranges(code_points), code_points + (ud.OWN << ud.KIND_SHIFT), code_points)
         width = self._elements.shape[1]
         implicit_rows = tf.pad(implicit[:, None], [[0, 0], [0, width - 1]], constant_values=-1)
-        element_matrix = tf.where(known[:, None], tf.gather(self._elements, tf.maximum(entries, 0)), implicit_rows)
-        elements = tf.boolean_mask(element_matrix, element_matrix >= 0)
-        element_rows = tf.repeat(rows, counts)
+        matrix = tf.where(known[:, None], tf.gather(self._elements, tf.maximum(entries, 0)), implicit_rows)
+        flat_matrix = tf.reshape(matrix, [-1])
+        positions = ops.indices_where(flat_matrix >= 0)
+        elements = tf.gather(flat_matrix, positions)
+        element_rows = tf.gather(rows, positions // width)
 
         if self.lowercase:
             elements = tf.cond(
                 tf.reduce_any(code_points == ud.CAPITAL_SIGMA),
-                lambda: self._apply_final_sigma(code_points, rows, counts, elements),
+                lambda: self._apply_final_sigma(code_points, rows, matrix[:, 0] >= 0, positions, width, elements),
                 lambda: elements,
             )
         kinds = _kinds(elements)
@@ -107,11 +108,11 @@ class BertNormalizer(tf.Module):
                 lambda: _canonical_order(elements, element_rows, combining),
                 lambda: (elements, element_rows),
             )
+            kept = ops.indices_where(_kinds(elements) != ud.DROP)
+            elements, element_rows = tf.gather(elements, kept), tf.gather(element_rows, kept)
             kinds = _kinds(elements)
-            kept = kinds != ud.DROP
-            elements, element_rows, kinds = (tf.boolean_mask(t, kept) for t in (elements, element_rows, kinds))
         code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
-        return _group_words(code_points, kinds, element_rows, tf.shape(words, out_type=tf.int64)[0])
+        return _group_words(code_points, kinds, element_rows, tf.size(words, out_type=tf.int64))
 
     def words(self, text):
         """`[n]` strings -> `[n, (words)]` strings: BERT's basic tokenization of each string."""
@@ -138,17 +139,18 @@ class BertNormalizer(tf.Module):
                 return False
         return True
 
-    def _apply_final_sigma(self, code_points, rows, counts, elements):
+    def _apply_final_sigma(self, code_points, rows, kept, positions, width, elements):
         """Lowercase each capital sigma to the final form where `str.lower()` would.
 
         CPython scans from the sigma in both directions over case-ignorable characters, within the
-        whitespace-delimited token, after cleaning: characters that cleaning deletes are invisible,
-        and separators, CJK ideographs and coarse-word boundaries all stop the scan like an uncased
-        character does.
+        whitespace-delimited token, after cleaning: characters that cleaning deletes (not `kept`) are
+        invisible, and separators, CJK ideographs and coarse-word boundaries all stop the scan like
+        an uncased character does. A sigma is one element, the first of its matrix row, so its
+        element index is found among `positions` (the kept matrix cells) at `sigma * width`.
         """
         classes = self._sigma_classes.lookup(code_points)
-        stoppers = tf.where((counts > 0) & (classes != ud.SIGMA_CASE_IGNORABLE))[:, 0]
-        sigmas = tf.where(code_points == ud.CAPITAL_SIGMA)[:, 0]
+        stoppers = ops.indices_where(kept & (classes != ud.SIGMA_CASE_IGNORABLE))
+        sigmas = ops.indices_where(code_points == ud.CAPITAL_SIGMA)
         rank = tf.searchsorted(stoppers, sigmas, side="left")
         last = tf.size(stoppers) - 1
 
@@ -160,8 +162,8 @@ class BertNormalizer(tf.Module):
 
         final = cased_neighbour(rank - 1) & ~cased_neighbour(rank + 1)
         lowered = tf.where(final, ud.pack(ud.FINAL_SIGMA, ud.NORMAL, 0), ud.pack(ud.SMALL_SIGMA, ud.NORMAL, 0))
-        positions = tf.gather(tf.cumsum(counts, exclusive=True), sigmas)
-        return tf.tensor_scatter_nd_update(elements, positions[:, None], lowered)
+        element_indices = tf.searchsorted(positions, sigmas * width, side="left")
+        return tf.tensor_scatter_nd_update(elements, element_indices[:, None], lowered)
 
 
 def _in_cjk_ranges(code_points):
@@ -185,23 +187,21 @@ def _canonical_order(elements, element_rows, combining):
 
 
 def _group_words(code_points, kinds, element_rows, n_rows):
-    """Group normalized elements into words: separators split and vanish, `OWN` elements stand alone."""
+    """Group normalized elements into words: separators split and vanish, `OWN` elements stand alone.
+
+    Returns `[n_rows, (words), (code points)]`.
+    """
     previous_kinds = tf.concat([[ud.SPACE], kinds[:-1]], axis=0)
     previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
-    in_word = kinds != ud.SPACE
-    starts = in_word & (
-        (element_rows != previous_rows)
-        | (kinds == ud.OWN)
-        | (previous_kinds == ud.OWN)
-        | (previous_kinds == ud.SPACE)
+    starts = (element_rows != previous_rows) | (kinds == ud.OWN) | (previous_kinds == ud.OWN) | (
+        previous_kinds == ud.SPACE
     )
-    code_points, element_rows, starts = (tf.boolean_mask(t, in_word) for t in (code_points, element_rows, starts))
-    word_ids = tf.cumsum(tf.cast(starts, tf.int64)) - 1
-    n_words = tf.reduce_sum(tf.cast(starts, tf.int64))
-    words = tf.RaggedTensor.from_value_rowids(code_points, word_ids, nrows=n_words, validate=False)
-    return tf.RaggedTensor.from_value_rowids(
-        words, tf.boolean_mask(element_rows, starts), nrows=n_rows, validate=False
-    )
+    in_word = ops.indices_where(kinds != ud.SPACE)
+    code_points, element_rows, starts = (tf.gather(t, in_word) for t in (code_points, element_rows, starts))
+    word_starts = ops.indices_where(starts)
+    word_splits = tf.concat([word_starts, tf.shape(code_points, out_type=tf.int64)], axis=0)
+    row_splits = ops.splits_from_row_ids(tf.gather(element_rows, word_starts), n_rows)
+    return tf.RaggedTensor.from_nested_row_splits(code_points, (row_splits, word_splits), validate=False)
 
 
 @functools.lru_cache(maxsize=None)

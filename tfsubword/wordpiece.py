@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from tfsubword import graph_ops as ops
 from tfsubword import matching
 from tfsubword.layers import TokenizerLayer
 from tfsubword.text import BertNormalizer
@@ -115,41 +116,62 @@ class WordPieceLayer(TokenizerLayer):
 
     def _tokenize_strings(self, strings):
         coarse = self._normalizer.coarse_split(strings)
-        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int32)
+        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int64)
         whole_ids = self._whole_words.lookup(unique)
-        missed = whole_ids < 0
-        words = self._normalizer.normalize_words(tf.boolean_mask(unique, missed))
-        pieces = words.with_values(self._segment(words.values)).merge_dims(1, 2)
-        # Rows 0..m-1: the pieces of each missed coarse word; rows m..: one id per unique coarse word.
-        candidates = tf.concat([pieces, tf.RaggedTensor.from_tensor(whole_ids[:, None])], axis=0)
-        missed_rank = tf.cumsum(tf.cast(missed, tf.int32)) - 1
-        rows = tf.where(missed, missed_rank, pieces.nrows(out_type=tf.int32) + tf.range(tf.size(unique)))
-        per_word = tf.gather(candidates, tf.gather(rows, index))
-        return coarse.with_values(per_word).merge_dims(1, 2)
+        hits = ops.indices_where(whole_ids >= 0)
+        misses = ops.indices_where(whole_ids < 0)
+        words = self._normalizer.normalize_words(tf.gather(unique, misses))
+        word_splits, char_splits = words.nested_row_splits
+        piece_ids, piece_splits = self._segment(words.flat_values, char_splits)
+        # Pieces grouped by missed coarse word.
+        miss_splits = tf.gather(piece_splits, word_splits)
 
-    def _segment(self, words):
-        """Greedy longest-match-first WordPiece: `[n, (code points)]` -> `[n, (ids)]`."""
-        code_points = words.flat_values
-        rows = tf.cast(words.value_rowids(), tf.int32)
-        splits = tf.cast(words.row_splits, tf.int32)
-        starts = tf.gather(splits[:-1], rows)
-        limits = tf.gather(splits[1:], rows)
-        first = tf.range(tf.size(code_points)) == starts
-        too_long = limits - starts > self.max_chars_per_word
+        # Ids of every unique coarse word: its whole-word id, or the pieces of its normalized words.
+        unique_values, unique_splits = ops.merge_rows(
+            tf.size(unique, out_type=tf.int64), hits, tf.gather(whole_ids, hits), misses, piece_ids, miss_splits
+        )
+        values, splits = ops.gather_rows(unique_values, unique_splits, index)
+        return tf.RaggedTensor.from_row_splits(values, tf.gather(splits, coarse.row_splits), validate=False)
+
+    def _segment(self, code_points, splits):
+        """WordPiece ids of normalized words given as code points and row splits.
+
+        Words that are vocabulary tokens are looked up whole; the rest go through the greedy
+        longest-match-first walk. Returns the ids and their row splits (one row per word).
+        """
+        n_words = tf.size(splits, out_type=tf.int64) - 1
+        whole_ids = self._whole_words.lookup(tf.strings.unicode_encode(
+            tf.RaggedTensor.from_row_splits(code_points, splits, validate=False), "UTF-8"
+        ))
+        hits = ops.indices_where(whole_ids >= 0)
+        misses = ops.indices_where(whole_ids < 0)
+        missed_values, missed_splits = ops.gather_rows(code_points, splits, misses)
+        piece_ids, piece_splits = self._match_pieces(missed_values, missed_splits)
+        return ops.merge_rows(n_words, hits, tf.gather(whole_ids, hits), misses, piece_ids, piece_splits)
+
+    def _match_pieces(self, code_points, splits):
+        """Greedy longest-match-first WordPiece of words given as code points and row splits.
+
+        Returns the ids of the pieces and their row splits (one row per word).
+        """
+        size = tf.size(code_points)
+        rows = ops.row_ids(splits, size)
+        word_bounds = tf.cast(splits, tf.int32)
+        starts = tf.gather(word_bounds, rows)
+        limits = tf.gather(word_bounds[1:], rows)
+        first = tf.range(size) == starts
         start_nodes = tf.where(first, self._root, self._continuation_root)
-        start_nodes = tf.where(too_long, -1, start_nodes)
+        start_nodes = tf.where(limits - starts > self.max_chars_per_word, -1, start_nodes)
         ends, ids = self._trie.longest_matches(code_points, start_nodes, limits)
 
-        size = tf.size(code_points)
         jumps = tf.where(ends < 0, size + 1, tf.where(ends >= limits, size, ends))
         on_path = matching.greedy_path(jumps, first, self.max_chars_per_word)
-        failed_rows = tf.math.unsorted_segment_max(tf.cast(on_path & (ends < 0), tf.int32), rows, words.nrows(tf.int32))
-        failed = tf.gather(failed_rows, rows) > 0
-        kept = tf.where(failed, first, on_path)
-        ids = tf.where(failed, self._unknown_id, ids)
-        return tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(ids, kept), tf.boolean_mask(words.value_rowids(), kept), nrows=words.nrows(), validate=False
-        )
+        n_words = tf.size(splits) - 1
+        failed_words = tf.math.unsorted_segment_max(tf.cast(on_path & (ends < 0), tf.int32), rows, n_words)
+        failed = tf.gather(failed_words, rows) > 0
+        kept = ops.indices_where(tf.where(failed, first, on_path))
+        ids = tf.gather(tf.where(failed, self._unknown_id, ids), kept)
+        return ids, ops.splits_from_row_ids(tf.gather(rows, kept), tf.cast(n_words, tf.int64))
 
     def _detokenize_tokens(self, tokens):
         """Join tokens with spaces, and continuation pieces to the piece before them without their prefix."""
