@@ -1,0 +1,57 @@
+"""The trie walk and the greedy path, on cases worked out by hand."""
+
+import tensorflow as tf
+
+from tfsubword.matching import Trie, greedy_path
+
+
+def code_points(text):
+    return tf.constant([ord(c) for c in text], tf.int32)
+
+
+def test_longest_match_from_every_position():
+    trie = Trie(["a", "ab", "abc", "b", "bcd"], [10, 11, 12, 13, 14])
+    text = "abcb"
+    ends, values = trie.longest_matches(code_points(text), tf.zeros([4], tf.int32), tf.fill([4], 4))
+    # From 0: "abc" (ends at 3). From 1: "bcd" would need a 'd', so "b". From 2: nothing starts with 'c'.
+    assert ends.numpy().tolist() == [3, 2, -1, 4]
+    assert values.numpy().tolist() == [12, 13, -1, 13]
+
+
+def test_walks_stop_at_the_limit_and_skip_unrooted_positions():
+    trie = Trie(["ab", "abc"], [1, 2])
+    # Two words, "abc" | "abc" cut after "ab": the second walk may not read past position 5.
+    ends, values = trie.longest_matches(
+        code_points("abcabc"), tf.constant([0, -1, 0, 0, -1, -1]), tf.constant([3, 3, 3, 5, 5, 5])
+    )
+    assert ends.numpy().tolist() == [3, -1, -1, 5, -1, -1]
+    assert values.numpy().tolist() == [2, -1, -1, 1, -1, -1]
+
+
+def test_continuation_root():
+    trie = Trie(["un", "##aff", "##able", "##a"], [0, 1, 2, 3])
+    assert trie.node("##") > 0
+    assert trie.node("x") == -1
+    assert trie.node("") == 0
+
+
+def test_empty_text():
+    trie = Trie(["a"], [0])
+    ends, values = trie.longest_matches(tf.zeros([0], tf.int32), tf.zeros([0], tf.int32), tf.zeros([0], tf.int32))
+    assert ends.shape == (0,) and values.shape == (0,)
+
+
+def test_greedy_path():
+    # Six positions (n = 6): stop sink 6, fail sink 7. Path from 0: 0 -> 2 -> 5 -> stop.
+    # Path from 3: 3 -> fail. Positions 1 and 4 are never reached.
+    jumps = tf.constant([2, 3, 5, 7, 6, 6])
+    starts = tf.constant([True, False, False, True, False, False])
+    assert greedy_path(jumps, starts, max_steps=6).numpy().tolist() == [True, False, True, True, False, True]
+
+
+def test_greedy_path_long_chain():
+    # A chain through all 100 positions needs every one of the log2 rounds.
+    jumps = tf.concat([tf.range(1, 100), [100]], axis=0)
+    starts = tf.one_hot(0, 100, on_value=True, off_value=False)
+    assert greedy_path(jumps, starts, max_steps=100).numpy().all()
+    assert not greedy_path(jumps, starts, max_steps=64).numpy().all()

@@ -1,0 +1,76 @@
+"""WordPieceLayer against Google's BERT tokenizer: every line of every shared text, and random Unicode."""
+
+import functools
+
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import BERT_VOCAB, BertReference, nonempty_lines, shared_file, shared_texts
+from tfsubword import WordPieceLayer
+from tfsubword.vocab import read_vocabulary
+
+
+@functools.lru_cache(maxsize=None)
+def tokenizers(lowercase):
+    """(traced layer, reference) for the BERT uncased vocabulary, built once per casing."""
+    tokens = read_vocabulary(shared_file(BERT_VOCAB.name))
+    layer = WordPieceLayer(tokens, lowercase=lowercase)
+    encode = tf.function(layer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    return encode, BertReference(tokens, lowercase=lowercase)
+
+
+def mismatches(texts, lowercase):
+    encode, reference = tokenizers(lowercase)
+    got = []
+    for start in range(0, len(texts), 1024):
+        got += encode(tf.constant(texts[start : start + 1024], tf.string)).to_list()
+    return [(text, ids) for text, ids in zip(texts, got) if ids != reference.ids(text)]
+
+
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+@pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
+def test_every_line_of_the_shared_texts(path, lowercase):
+    lines = nonempty_lines(path)
+    bad = mismatches(lines, lowercase)
+    assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
+
+
+# Characters that exercise each of BERT's rules.
+SPECIAL_CHARACTERS = (
+    # whitespace of every kind, and the controls BERT deletes though str.split() would split on them
+    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2007\u200a\u2028\u2029\u202f\u205f\u3000"
+    # control and format characters, NUL and the replacement character
+    "\x00\x01\x7f\x9f\u00ad\u200b\u200d\u2060\ufeff\ufffd\U000e0001"
+    # combining marks, including spacing marks with a combining class (NFD reorders those)
+    "\u0300\u0301\u0327\u0345\u0e31\u20dd\u3099\U0001d165\U0001d16d\u302e"
+    # case: sigma contexts, dotted capital I, titlecase, ß, case-ignorable apostrophe and period
+    "\u03a3\u03c3\u03c2\u0130\u01c5\u00df'.:"
+    # CJK ideographs (unified, extension, compatibility), kana, Hangul, punctuation, symbols, emoji
+    "\u4e2d\u3400\U00020000\U0002b820\uf900\u3072\u30ab\uac00\u3001\uff01\u00bf\u1fef$^`\u00bd\u2026\ufb01"
+    "\U0001f600\U0001f44d\U0001f3fb"
+)
+
+pieces = st.one_of(
+    st.characters(exclude_categories=["Cs"]),
+    st.sampled_from(SPECIAL_CHARACTERS),
+    st.sampled_from(["the", "The", "unaffable", "ΣΟΦΟΣ", "İstanbul", "café", "naïve", "straße", "東京"]),
+    st.text(alphabet="ab\u00e9", min_size=95, max_size=105),  # words around the 100-character limit
+)
+texts = st.lists(pieces, max_size=30).map("".join)
+
+
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=st.lists(texts, min_size=1, max_size=4))
+def test_random_unicode_matches_reference(lowercase, batch):
+    assert mismatches(batch, lowercase) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.binary(max_size=40), min_size=1, max_size=4))
+def test_random_bytes_match_reference_on_replaced_text(data):
+    encode, reference = tokenizers(True)
+    got = encode(tf.constant(data, tf.string)).to_list()
+    assert got == [reference.ids(item.decode("utf-8", "replace")) for item in data]
