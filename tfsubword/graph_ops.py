@@ -42,28 +42,19 @@ def gather_rows(values, row_splits, indices):
     return gathered, splits
 
 
-def merge_rows(nrows, single_rows, single_values, other_rows, other_values, other_splits):
-    """Interleave two sets of rows into one ragged tensor of `nrows` rows.
 
-    Rows `single_rows` hold one value each (`single_values`); rows `other_rows` are the ragged
-    (`other_values`, `other_splits`). Together the row indices must cover 0..nrows-1 exactly once.
-    Returns (values, row splits).
+def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
+    """Rows of one value each, some replaced by rows of a ragged tensor.
+
+    Row i is `[values[i]]`, except where `replaced[i]`: the k-th replaced row becomes row
+    `replacement_index[k]` of the ragged (`replacement_values`, `replacement_splits`).
+    Returns (values, row splits) of the `size(values)` rows.
     """
-    lengths = tf.scatter_nd(
-        tf.concat([single_rows, other_rows], axis=0)[:, None],
-        tf.concat([tf.ones_like(single_rows), other_splits[1:] - other_splits[:-1]], axis=0),
-        [nrows],
-    )
-    splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
-    other_row_of_value = row_ids(other_splits, tf.size(other_values))
-    other_targets = (
-        tf.range(tf.size(other_values, out_type=tf.int64))
-        - tf.gather(other_splits, other_row_of_value)
-        + tf.gather(splits, tf.gather(other_rows, other_row_of_value))
-    )
-    values = tf.scatter_nd(
-        tf.concat([tf.gather(splits, single_rows), other_targets], axis=0)[:, None],
-        tf.concat([single_values, other_values], axis=0),
-        splits[-1:],
-    )
-    return values, splits
+    size = tf.size(values, out_type=tf.int64)
+    replaced_rank = tf.maximum(tf.cumsum(tf.cast(replaced, tf.int64)) - 1, 0)
+    # A trailing 0 keeps the gather in range when nothing is replaced.
+    replacement_rows = tf.gather(tf.concat([replacement_index, [0]], axis=0), replaced_rank)
+    rows = tf.where(replaced, replacement_rows, tf.size(replacement_splits, out_type=tf.int64) - 1 + tf.range(size))
+    table_values = tf.concat([replacement_values, values], axis=0)
+    table_splits = tf.concat([replacement_splits, replacement_splits[-1] + tf.range(1, size + 1)], axis=0)
+    return gather_rows(table_values, table_splits, rows)

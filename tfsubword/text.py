@@ -60,17 +60,19 @@ class BertNormalizer(tf.Module):
                 )
 
     def coarse_split(self, text):
-        """`[n]` strings -> `[n, (coarse words)]`: ASCII lowercasing and a split on ASCII whitespace.
+        """`[n]` strings -> (coarse words `[m]`, row splits `[n + 1]` int64).
 
-        BERT deletes vertical tab and form feed as control characters, but `tf.strings.split` splits on
-        them, so they become U+0001 first: another control character that BERT deletes and that does
-        not split. Removing them outright would join the bytes on either side, and could turn two
-        invalid UTF-8 fragments into one valid character.
+        ASCII lowercasing, then a split on ASCII whitespace. BERT deletes vertical tab and form feed
+        as control characters, but `tf.strings.split` splits on them, so they become U+0001 first:
+        another control character that BERT deletes and that does not split. Removing them outright
+        would join the bytes on either side, and could turn two invalid UTF-8 fragments into one
+        valid character.
         """
         if self.lowercase:
             text = tf.strings.lower(text)
         text = tf.strings.regex_replace(text, "[\x0b\x0c]", "\x01")
-        return tf.strings.split(text)
+        indices, words, _ = tf.raw_ops.StringSplitV2(input=text, sep="")
+        return words, ops.splits_from_row_ids(indices[:, 0], tf.size(text, out_type=tf.int64))
 
     def normalize_words(self, words):
         """`[n]` coarse words -> `[n, (words), (code points)]` int32: the normalized words of each.
@@ -116,11 +118,13 @@ class BertNormalizer(tf.Module):
 
     def words(self, text):
         """`[n]` strings -> `[n, (words)]` strings: BERT's basic tokenization of each string."""
-        coarse = self.coarse_split(text)
-        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int32)
+        coarse, splits = self.coarse_split(text)
+        unique, index = tf.unique(coarse, out_idx=tf.int64)
         normalized = self.normalize_words(unique)
-        strings = normalized.with_values(tf.strings.unicode_encode(normalized.values, "UTF-8"))
-        return coarse.with_values(tf.gather(strings, index)).merge_dims(1, 2)
+        word_splits, char_splits = normalized.nested_row_splits
+        strings = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(normalized.flat_values, char_splits), "UTF-8")
+        values, word_splits = ops.gather_rows(strings, word_splits, index)
+        return tf.RaggedTensor.from_row_splits(values, tf.gather(word_splits, splits), validate=False)
 
     def is_normalized_word(self, token):
         """Whether `token` (a Python str) is its own normalization and a single word.

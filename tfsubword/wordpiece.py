@@ -115,23 +115,19 @@ class WordPieceLayer(TokenizerLayer):
             )
 
     def _tokenize_strings(self, strings):
-        coarse = self._normalizer.coarse_split(strings)
-        unique, index = tf.unique(coarse.flat_values, out_idx=tf.int64)
-        whole_ids = self._whole_words.lookup(unique)
-        hits = ops.indices_where(whole_ids >= 0)
-        misses = ops.indices_where(whole_ids < 0)
-        words = self._normalizer.normalize_words(tf.gather(unique, misses))
-        word_splits, char_splits = words.nested_row_splits
-        piece_ids, piece_splits = self._segment(words.flat_values, char_splits)
-        # Pieces grouped by missed coarse word.
-        miss_splits = tf.gather(piece_splits, word_splits)
-
-        # Ids of every unique coarse word: its whole-word id, or the pieces of its normalized words.
-        unique_values, unique_splits = ops.merge_rows(
-            tf.size(unique, out_type=tf.int64), hits, tf.gather(whole_ids, hits), misses, piece_ids, miss_splits
+        words, line_splits = self._normalizer.coarse_split(strings)
+        # Most coarse words are vocabulary words as they stand; only the rest are normalized and
+        # matched, once per distinct word.
+        whole_ids = self._whole_words.lookup(words)
+        missed = whole_ids < 0
+        distinct, distinct_index = tf.unique(tf.gather(words, ops.indices_where(missed)), out_idx=tf.int64)
+        normalized = self._normalizer.normalize_words(distinct)
+        word_splits, char_splits = normalized.nested_row_splits
+        piece_ids, piece_splits = self._segment(normalized.flat_values, char_splits)
+        values, splits = ops.substitute_rows(
+            whole_ids, missed, distinct_index, piece_ids, tf.gather(piece_splits, word_splits)
         )
-        values, splits = ops.gather_rows(unique_values, unique_splits, index)
-        return tf.RaggedTensor.from_row_splits(values, tf.gather(splits, coarse.row_splits), validate=False)
+        return tf.RaggedTensor.from_row_splits(values, tf.gather(splits, line_splits), validate=False)
 
     def _segment(self, code_points, splits):
         """WordPiece ids of normalized words given as code points and row splits.
@@ -139,15 +135,13 @@ class WordPieceLayer(TokenizerLayer):
         Words that are vocabulary tokens are looked up whole; the rest go through the greedy
         longest-match-first walk. Returns the ids and their row splits (one row per word).
         """
-        n_words = tf.size(splits, out_type=tf.int64) - 1
-        whole_ids = self._whole_words.lookup(tf.strings.unicode_encode(
-            tf.RaggedTensor.from_row_splits(code_points, splits, validate=False), "UTF-8"
-        ))
-        hits = ops.indices_where(whole_ids >= 0)
-        misses = ops.indices_where(whole_ids < 0)
+        words = tf.RaggedTensor.from_row_splits(code_points, splits, validate=False)
+        whole_ids = self._whole_words.lookup(tf.strings.unicode_encode(words, "UTF-8"))
+        missed = whole_ids < 0
+        misses = ops.indices_where(missed)
         missed_values, missed_splits = ops.gather_rows(code_points, splits, misses)
         piece_ids, piece_splits = self._match_pieces(missed_values, missed_splits)
-        return ops.merge_rows(n_words, hits, tf.gather(whole_ids, hits), misses, piece_ids, piece_splits)
+        return ops.substitute_rows(whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), piece_ids, piece_splits)
 
     def _match_pieces(self, code_points, splits):
         """Greedy longest-match-first WordPiece of words given as code points and row splits.
