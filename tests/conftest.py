@@ -6,7 +6,20 @@ import pathlib
 import pytest
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = pathlib.Path(os.environ.get("TFSUBWORD_SHARED_DATA", REPOSITORY.parent / "shared" / "data"))
+
+
+def _find_shared_data():
+    """`$TFSUBWORD_SHARED_DATA`, else `shared/data` beside the repository or beside one of its parents."""
+    if "TFSUBWORD_SHARED_DATA" in os.environ:
+        return pathlib.Path(os.environ["TFSUBWORD_SHARED_DATA"])
+    for directory in REPOSITORY.parents:
+        candidate = directory / "shared" / "data"
+        if candidate.is_dir():
+            return candidate
+    return REPOSITORY.parent / "shared" / "data"
+
+
+SHARED_DATA = _find_shared_data()
 BERT_VOCAB = SHARED_DATA / "bert-base-uncased-vocab.txt"
 
 

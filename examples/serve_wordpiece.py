@@ -1,0 +1,74 @@
+"""Put a WordPiece tokenizer inside a Keras model, export it, and serve it from plain TensorFlow.
+
+    python examples/serve_wordpiece.py [export_dir]
+
+The serving step runs in a separate Python process that imports only `tensorflow`: the exported
+model carries its tokenizer as core TensorFlow ops, so it needs neither tfsubword nor tensorflow-text.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+
+import keras
+import tensorflow as tf
+
+from tfsubword import WordPieceLayer
+
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]",
+    "the", "a", "movie", "film", "was", "is", "great", "terrible", "not",
+    "bad", "good", "act", "##ing", "##ors", "plot", "!", ".", ",", "##ly", "love", "##d",
+]
+
+SERVER = """
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+texts = tf.constant(json.load(sys.stdin))
+print(json.dumps({name: value.numpy().tolist() for name, value in model.signatures["serving_default"](texts).items()}))
+"""
+
+
+def build_model():
+    inputs = keras.Input(shape=(), dtype="string", name="text")
+    token_ids = WordPieceLayer(VOCABULARY, sequence_length=16, name="tokenizer")(inputs)
+    embedded = keras.layers.Embedding(len(VOCABULARY), 8, mask_zero=True)(token_ids)
+    pooled = keras.layers.GlobalAveragePooling1D()(embedded)
+    outputs = keras.layers.Dense(2, activation="softmax", name="sentiment")(pooled)
+    return keras.Model(inputs, outputs)
+
+
+def main(export_dir):
+    keras.utils.set_random_seed(0)
+    model = build_model()
+    tokenizer = model.get_layer("tokenizer")
+    texts = ["The acting was GREAT!", "Terrible plot, not good.", "I loved the actors"]
+
+    print("token ids in Python:")
+    for text, ids in zip(texts, tokenizer(texts).numpy().tolist()):
+        print(f"  {text!r:28} -> {ids}")
+    local = model(tf.constant(texts)).numpy().tolist()
+
+    model.export(export_dir, verbose=False)
+    print(f"exported to {export_dir}; serving it from a process that imports only tensorflow ...")
+    served = subprocess.run(
+        [sys.executable, "-c", SERVER, export_dir], input=json.dumps(texts), capture_output=True, text=True
+    )
+    if served.returncode != 0:
+        sys.exit(f"serving failed:\n{served.stderr}")
+    (remote,) = json.loads(served.stdout.strip().splitlines()[-1]).values()
+
+    for text, here, there in zip(texts, local, remote):
+        print(f"  {text!r:28} in Python {[round(p, 5) for p in here]}  served {[round(p, 5) for p in there]}")
+    same = all(abs(a - b) < 1e-6 for row_a, row_b in zip(local, remote) for a, b in zip(row_a, row_b))
+    print("served predictions match" if same else "served predictions DIFFER")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit(main(sys.argv[1]))
+    with tempfile.TemporaryDirectory() as directory:
+        sys.exit(main(f"{directory}/model"))

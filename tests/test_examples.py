@@ -1,0 +1,19 @@
+"""The runnable examples run and say they worked."""
+
+import pathlib
+import subprocess
+import sys
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_serve_wordpiece_example(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "serve_wordpiece.py"), str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "served predictions match" in result.stdout
+    assert (tmp_path / "model" / "saved_model.pb").is_file()
