@@ -142,6 +142,12 @@ def test_vocabulary_accessors(layer):
         layer.id_to_token(22)
 
 
+def test_vocabulary_without_whole_words():
+    # No token is a word by itself: everything goes through piece matching.
+    layer = WordPieceLayer(["[UNK]", "##a", "[CLS]"])
+    assert layer(["a b", ""]).to_list() == [[0, 0], []]
+
+
 def test_vocabulary_from_file(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")

@@ -105,6 +105,8 @@ class WordPieceLayer(TokenizerLayer):
             for index, token in enumerate(tokens)
             if len(token) <= self.max_chars_per_word and self._normalizer.is_normalized_word(token)
         ]
+        # A table cannot be empty: " " stands in, as no word ever contains a space.
+        whole_words = whole_words or [(" ", -1)]
         with tf.init_scope():
             self._whole_words = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
