@@ -1,6 +1,22 @@
-"""tfsubword: subword tokenizers that run inside the TensorFlow graph with core ops only."""
+"""tfsubword: subword tokenizers that run inside the TensorFlow graph with core ops only.
 
-from tfsubword.wordpiece import WordPieceLayer
+The public names are imported on first use, so that the pure-Python parts (such as the trainers'
+merge loop in `tfsubword.train.wordpiece`) can be used without loading TensorFlow.
+"""
 
-__all__ = ["WordPieceLayer"]
+import importlib
+
+__all__ = ["WordPieceLayer", "train_wordpiece"]
 __version__ = "0.1.0"
+
+_PUBLIC = {"WordPieceLayer": "tfsubword.wordpiece", "train_wordpiece": "tfsubword.train"}
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'tfsubword' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,95 @@
+"""Vocabulary trainers: pure functions over word counts, with corpus reading and counting at the edge."""
+
+from tfsubword.progress import Progress
+from tfsubword.train.wordpiece import LIKELIHOOD, SCORE, learn_wordpiece
+
+DEFAULT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def train_wordpiece(
+    corpus=None,
+    vocab_size=30000,
+    *,
+    files=None,
+    lowercase=True,
+    strip_accents=None,
+    split_on_cjk=True,
+    special_tokens=DEFAULT_SPECIAL_TOKENS,
+    suffix_indicator="##",
+    min_frequency=1,
+    max_token_length=None,
+    algorithm="score",
+    show_progress=True,
+):
+    """Learn a WordPiece vocabulary, returned as a list of tokens (id = position).
+
+    Words are counted with `WordPieceLayer`'s own normalization (`lowercase`, `strip_accents`,
+    `split_on_cjk`, as in the layer), then merged pair by pair (see `tfsubword.train.wordpiece`).
+
+    Args:
+        corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
+            already pre-tokenized (used as given, no normalization; its order is the first-occurrence
+            order). Pass this or `files`.
+        vocab_size: int. The number of tokens to return. Fewer come back, with a warning, when the corpus
+            runs out of pairs (or, with `algorithm="likelihood"`, of merges that raise the likelihood).
+        files: paths of UTF-8 text files, read lazily line by line.
+        special_tokens: tokens placed first, in order.
+        suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
+        min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
+        max_token_length: int or None. No token covering more characters (not counting
+            `suffix_indicator`) is made.
+        algorithm: "score" (merge the highest `freq(ab) / (freq(a) freq(b))`, exactly) or "likelihood"
+            (merge the pair that most raises the unigram log-likelihood of the corpus).
+        show_progress: bool. Progress bars on standard error for counting and merging.
+
+    Examples:
+
+    >>> counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    >>> train_wordpiece(counts, vocab_size=11, special_tokens=(), show_progress=False)
+    ['##g', '##n', '##s', '##u', 'b', 'h', 'p', '##gs', 'hu', 'hugs', 'hug']
+    """
+    _check_arguments(vocab_size, special_tokens, suffix_indicator, min_frequency, max_token_length, algorithm)
+    from tfsubword.train.counting import count_words  # loads TensorFlow: only when there is text to count
+
+    counts = count_words(
+        corpus,
+        files=files,
+        lowercase=lowercase,
+        strip_accents=strip_accents,
+        split_on_cjk=split_on_cjk,
+        show_progress=show_progress,
+    )
+    with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
+        return learn_wordpiece(
+            counts,
+            vocab_size,
+            special_tokens=tuple(special_tokens),
+            suffix_indicator=suffix_indicator,
+            min_frequency=min_frequency,
+            max_token_length=max_token_length,
+            algorithm=algorithm,
+            progress=bar.update,
+        )
+
+
+def _check_arguments(vocab_size, special_tokens, suffix_indicator, min_frequency, max_token_length, algorithm):
+    def positive_int(value):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    if not positive_int(vocab_size):
+        raise ValueError(f"`vocab_size` must be a positive int. Received: vocab_size={vocab_size!r}.")
+    if not positive_int(min_frequency):
+        raise ValueError(f"`min_frequency` must be a positive int. Received: min_frequency={min_frequency!r}.")
+    if max_token_length is not None and not positive_int(max_token_length):
+        raise ValueError(
+            f"`max_token_length` must be a positive int or None. Received: max_token_length={max_token_length!r}."
+        )
+    if algorithm not in (SCORE, LIKELIHOOD):
+        raise ValueError(f"`algorithm` must be 'score' or 'likelihood'. Received: algorithm={algorithm!r}.")
+    if not isinstance(suffix_indicator, str):
+        raise ValueError(f"`suffix_indicator` must be a str. Received: suffix_indicator={suffix_indicator!r}.")
+    if isinstance(special_tokens, str):
+        raise ValueError("`special_tokens` must be a sequence of tokens, not a single string.")
+    for token in special_tokens:
+        if not isinstance(token, str) or not token or "\n" in token or "\r" in token:
+            raise ValueError(f"Special tokens must be non-empty str without line breaks. Received: {token!r}.")
