@@ -1,10 +1,13 @@
 """WordPiece training: the seeds' worked examples, a textbook oracle on real text, the likelihood rule, bad input."""
 
 import math
+import warnings
 from fractions import Fraction
 
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import nonempty_lines, shared_file
 from tfsubword import WordPieceLayer, train_wordpiece
@@ -261,3 +264,55 @@ def test_empty_corpus_and_unreadable_file(tmp_path):
         train_wordpiece(["a"], files=[empty], show_progress=False)
     with pytest.raises(ValueError, match="not a single string"):
         train_wordpiece("just one string", show_progress=False)
+
+
+small_corpora = st.dictionaries(
+    st.text(alphabet="abc", min_size=1, max_size=7), st.integers(min_value=1, max_value=6), min_size=1, max_size=8
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(counts=small_corpora, algorithm=st.sampled_from(["score", "likelihood"]))
+def test_random_corpora_match_the_textbook_algorithm(counts, algorithm):
+    """Tiny alphabets force ties, runs (a, a, a) and parts that only occur together: the cases where an
+    incremental ranking can go wrong."""
+    expected = textbook_wordpiece(counts, 10_000, algorithm=algorithm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = learn_wordpiece(counts, 10_000, special_tokens=(), algorithm=algorithm)
+    assert got == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(counts=small_corpora, min_frequency=st.integers(1, 4), max_token_length=st.integers(2, 4))
+def test_random_corpora_with_limits(counts, min_frequency, max_token_length):
+    # The textbook loop with the two filters applied to the candidate pairs.
+    splits = {word: [word[0]] + ["##" + c for c in word[1:]] for word in counts}
+    vocabulary = sorted({piece for pieces in splits.values() for piece in pieces})
+    while True:
+        symbols, pairs = {}, {}
+        for word, pieces in splits.items():
+            for piece in pieces:
+                symbols[piece] = symbols.get(piece, 0) + counts[word]
+            for pair in zip(pieces, pieces[1:]):
+                pairs[pair] = pairs.get(pair, 0) + counts[word]
+        width = lambda piece: len(piece) - (2 if piece.startswith("##") else 0)  # noqa: E731
+        best, best_value = None, None
+        for pair, count in pairs.items():
+            if count < min_frequency or width(pair[0]) + width(pair[1]) > max_token_length:
+                continue
+            value = Fraction(count, symbols[pair[0]] * symbols[pair[1]])
+            if best_value is None or value > best_value:
+                best, best_value = pair, value
+        if best is None:
+            break
+        merged = best[0] + best[1][2:]
+        splits = {word: apply_merge(pieces, best, merged) for word, pieces in splits.items()}
+        if merged not in vocabulary:
+            vocabulary.append(merged)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = learn_wordpiece(
+            counts, 10_000, special_tokens=(), min_frequency=min_frequency, max_token_length=max_token_length
+        )
+    assert got == vocabulary

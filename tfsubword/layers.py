@@ -92,9 +92,12 @@ class TokenizerLayer(keras.layers.Layer):
 
     # Encoding and decoding.
 
+    # The graph code uses tf.cond / tf.while_loop explicitly: autograph would only slow tracing (3x).
+    @tf.autograph.experimental.do_not_convert
     def call(self, inputs):
         return self.tokenize(inputs)
 
+    @tf.autograph.experimental.do_not_convert
     def tokenize(self, inputs):
         """Strings -> ids (or tokens, with `dtype="string"`).
 
@@ -116,6 +119,7 @@ class TokenizerLayer(keras.layers.Layer):
             tokens = tokens.to_tensor(default_value=padding, shape=[None, self.sequence_length])
         return restore(tokens)
 
+    @tf.autograph.experimental.do_not_convert
     def detokenize(self, inputs):
         """Ids (or tokens) -> text, over the last dimension: `[..., tokens]` gives `[...]` strings.
 

@@ -32,6 +32,9 @@ def _combining_classes(elements):
 class BertNormalizer(tf.Module):
     """In-graph equivalent of BERT's `BasicTokenizer`.
 
+    The graph code uses tf.cond / tf.while_loop explicitly, so its methods are exempt from autograph,
+    which would only slow tracing down.
+
     Args:
         lowercase: bool. Apply Python's `str.lower()` (including the final-sigma rule). Defaults to True.
         strip_accents: bool or None. Decompose (NFD) and drop nonspacing marks. None follows `lowercase`,
@@ -59,6 +62,7 @@ class BertNormalizer(tf.Module):
                     default_value=ud.SIGMA_OTHER,
                 )
 
+    @tf.autograph.experimental.do_not_convert
     def coarse_split(self, text):
         """`[n]` strings -> (coarse words `[m]`, row splits `[n + 1]` int64).
 
@@ -74,6 +78,7 @@ class BertNormalizer(tf.Module):
         indices, words, _ = tf.raw_ops.StringSplitV2(input=text, sep="")
         return words, ops.splits_from_row_ids(indices[:, 0], tf.size(text, out_type=tf.int64))
 
+    @tf.autograph.experimental.do_not_convert
     def normalize_words(self, words):
         """`[n]` coarse words -> `[n, (words), (code points)]` int32: the normalized words of each.
 
@@ -116,6 +121,7 @@ class BertNormalizer(tf.Module):
         code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
         return _group_words(code_points, kinds, element_rows, tf.size(words, out_type=tf.int64))
 
+    @tf.autograph.experimental.do_not_convert
     def words(self, text):
         """`[n]` strings -> `[n, (words)]` strings: BERT's basic tokenization of each string."""
         coarse, splits = self.coarse_split(text)

@@ -5,6 +5,7 @@ vocabulary is never trained on other words than the layer will see.
 """
 
 import collections.abc
+import functools
 import os
 import warnings
 
@@ -32,13 +33,7 @@ def count_words(
         raise ValueError("Pass exactly one of `corpus` and `files`.")
     if isinstance(corpus, collections.abc.Mapping):
         return _checked_counts(corpus)
-    normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def count_batch(lines):
-        words, counts = tf.unique_with_counts(normalizer.words(lines).flat_values, out_idx=tf.int64)[::2]
-        return words, counts
-
+    count_batch = _batch_counter(lowercase, strip_accents, split_on_cjk)
     if files is not None:
         reader = _FileLines(files)
         batches, total, unit = reader.batches(), reader.total_bytes, " bytes"
@@ -50,10 +45,13 @@ def count_words(
         batches, total, unit = _iterable_batches(corpus), None, " lines"
 
     signature = tf.TensorSpec([None], tf.string)
-    dataset = tf.data.Dataset.from_generator(lambda: batches, output_signature=signature)
+    dataset = tf.data.Dataset.from_generator(lambda: batches, output_signature=signature).prefetch(2)
     counts = {}
     with Progress("counting words", total=total, enabled=show_progress, unit=unit) as bar:
-        for words, numbers in dataset.map(count_batch).prefetch(2):
+        # The batches are counted by a function traced once per process, outside the pipeline: a map
+        # function would be re-instantiated with every new iterator, which costs more than the counting.
+        for batch in dataset:
+            words, numbers = count_batch(batch)
             for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
                 counts[word] = counts.get(word, 0) + number
             bar.update(reader.bytes_read if files is not None else bar.value + BATCH_LINES)
@@ -66,6 +64,19 @@ def count_words(
     if not counts:
         raise ValueError("The corpus has no words: it is empty or holds only whitespace and control characters.")
     return {word.decode("utf-8"): number for word, number in counts.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _batch_counter(lowercase, strip_accents, split_on_cjk):
+    """A traced function: `[n]` lines -> (distinct words, their counts), with the layers' normalization."""
+    normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def count_batch(lines):
+        words, _, counts = tf.unique_with_counts(normalizer.words(lines).flat_values, out_idx=tf.int64)
+        return words, counts
+
+    return count_batch
 
 
 def _checked_counts(mapping):

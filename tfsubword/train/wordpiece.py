@@ -17,9 +17,16 @@ into a new symbol `a + b` without `b`'s indicator. Which pair:
   weighs that by how often, so it prefers frequent pairs and stops once nothing beats chance.
 
 Both run incrementally: a merge rewrites only the words that contain the pair, and re-ranks only the
-pairs whose counts changed or whose parts' counts changed, through a max-heap with lazy deletion
-(every change that raises a pair's priority pushes a new entry; outdated entries are dropped, or
-refreshed, when they reach the top).
+pairs whose counts changed or whose parts' counts changed, through max-heaps with lazy deletion
+(outdated entries are dropped or refreshed when they reach the top). Both priorities rise when a part
+loses occurrences, and a frequent part (`##e`) is in thousands of pairs, so:
+
+- heap keys use reference frequencies that frequent symbols keep a little below their true counts:
+  their pairs' keys are upper bounds that stay valid over many merges, and selection examines entries
+  until the next key cannot beat the best exact priority found;
+- the score rule also groups pairs by their right part. `freq(ab) / (freq(a) freq(b))` is the group's
+  common factor `1 / freq(b)` times `freq(ab) / freq(a)`, so a change of `freq(b)` leaves the order
+  inside the group alone and only re-keys the group's one entry in the global heap.
 
 Symbols are identified by their text: two different pairs that produce the same text produce the same
 symbol, and the text enters the vocabulary once.
@@ -30,6 +37,15 @@ import math
 import warnings
 
 SCORE, LIKELIHOOD = "score", "likelihood"
+
+# Heap keys use a reference frequency per symbol, never above its true frequency. A symbol in at most
+# EAGER_DEGREE pairs keeps it exact (its pairs are re-ranked whenever it changes); a symbol in more
+# pairs keeps it 1/SLACK below, and its pairs are re-ranked only when it falls under that. When its
+# pairs crowd the top of the heap (score rule: more than CONTEST_LIMIT examined in one selection), its
+# headroom narrows four times; likelihood rule: it is kept exact from then on.
+EAGER_DEGREE = 16
+SLACK = 32
+CONTEST_LIMIT = 8
 
 
 def initial_alphabet(words, suffix_indicator):
@@ -102,11 +118,16 @@ def learn_wordpiece(
 
 def iter_merges(word_counts, *, suffix_indicator="##", min_frequency=1, max_token_length=None, algorithm=SCORE):
     """The merges in the order learned, as `(left, right, merged)` texts, until none is left."""
-    merger = _Merger(word_counts, suffix_indicator, min_frequency, max_token_length, algorithm)
+    corpus = _Corpus(word_counts, suffix_indicator, min_frequency, max_token_length, algorithm == LIKELIHOOD)
+    ranking = _ScoreRanking(corpus) if algorithm == SCORE else _LikelihoodRanking(corpus)
     while True:
-        merge = merger.merge_best()
-        if merge is None:
+        pair = ranking.best()
+        if pair is None:
             return
+        left, right = pair
+        merge = (corpus.texts[left], corpus.texts[right], corpus.merged_text(pair))
+        merged, touched = corpus.apply(pair)
+        ranking.update(touched, {left, right}, merged)
         yield merge
 
 
@@ -114,14 +135,14 @@ def _x_log_x(x):
     return x * math.log(x) if x > 0 else 0.0
 
 
-class _Merger:
-    """The segmented corpus and its pair statistics, merged one pair at a time."""
+class _Corpus:
+    """The segmented corpus: its symbols and their frequencies, its pairs, their counts and first occurrences."""
 
-    def __init__(self, word_counts, suffix_indicator, min_frequency, max_token_length, algorithm):
+    def __init__(self, word_counts, suffix_indicator, min_frequency, max_token_length, index_producers):
         self.indicator = suffix_indicator
         self.min_frequency = max(1, min_frequency)
         self.max_token_length = max_token_length
-        self.algorithm = algorithm
+        self.filtered = self.min_frequency > 1 or max_token_length is not None  # is `eligible` ever False?
         self.texts = []  # symbol id -> text
         self.widths = []  # symbol id -> number of characters covered
         self.ids = {}  # text -> symbol id
@@ -131,13 +152,15 @@ class _Merger:
         self.pair_count = {}
         self.pair_words = {}  # pair -> set of word indices that contain it
         self.first = {}  # pair -> (word index, character offset) of its first occurrence; None: unknown
-        self.by_symbol = {}  # symbol id -> set of live pairs it is part of
-        self.producers = {}  # likelihood only: merged text -> set of live pairs that would make it
+        self.left_pairs = {}  # symbol id -> set of live pairs with it on the left
+        self.right_pairs = {}  # symbol id -> set of live pairs with it on the right
+        # merged text -> set of live pairs that would make it (kept for the likelihood rule only)
+        self.producers = {} if index_producers else None
         total = 0
         for word, count in word_counts.items():
             if not word or count <= 0:
                 continue
-            symbols = [self._symbol(word[0], 1)] + [self._symbol(suffix_indicator + c, 1) for c in word[1:]]
+            symbols = [self.symbol(word[0], 1)] + [self.symbol(suffix_indicator + c, 1) for c in word[1:]]
             for symbol in symbols:
                 self.freq[symbol] += count
             total += count * len(symbols)
@@ -146,24 +169,15 @@ class _Merger:
             index = len(self.sequences)
             self.sequences.append(symbols)
             self.counts.append(count)
-            offset = 0
-            for pair in zip(symbols, symbols[1:]):
+            for offset, pair in enumerate(zip(symbols, symbols[1:])):
                 if pair in self.pair_count:
                     self.pair_count[pair] += count
                     self.pair_words[pair].add(index)
                 else:
                     self._add_pair(pair, count, index, (index, offset))
-                offset += 1
         self.total = total  # symbols in the corpus (N), weighted by word count
-        # Scores are ordered by floor(count * 2**shift / (freq_a * freq_b)): with freq_a * freq_b below
-        # total**2, two different fractions differ by more than 2**-shift, so the order is exact.
-        self.shift = 4 * max(total, 2).bit_length() + 2
-        self.heap = []
-        for pair in self.pair_count:
-            self._push(pair)
-        heapq.heapify(self.heap)
 
-    def _symbol(self, text, width):
+    def symbol(self, text, width):
         symbol = self.ids.get(text)
         if symbol is None:
             symbol = self.ids[text] = len(self.texts)
@@ -172,70 +186,35 @@ class _Merger:
             self.freq.append(0)
         return symbol
 
+    def pairs_of(self, symbol):
+        return self.left_pairs.get(symbol, set()) | self.right_pairs.get(symbol, set())
+
     def _add_pair(self, pair, count, index, first):
         self.pair_count[pair] = count
         self.pair_words[pair] = {index}
         self.first[pair] = first
-        self.by_symbol.setdefault(pair[0], set()).add(pair)
-        self.by_symbol.setdefault(pair[1], set()).add(pair)
-        if self.algorithm == LIKELIHOOD:
-            self.producers.setdefault(self._merged_text(pair), set()).add(pair)
+        self.left_pairs.setdefault(pair[0], set()).add(pair)
+        self.right_pairs.setdefault(pair[1], set()).add(pair)
+        if self.producers is not None:
+            self.producers.setdefault(self.merged_text(pair), set()).add(pair)
 
     def _remove_pair(self, pair):
         del self.pair_count[pair]
         del self.pair_words[pair]
         del self.first[pair]
-        self.by_symbol[pair[0]].discard(pair)
-        self.by_symbol[pair[1]].discard(pair)
-        if self.algorithm == LIKELIHOOD:
-            self.producers[self._merged_text(pair)].discard(pair)
+        self.left_pairs[pair[0]].discard(pair)
+        self.right_pairs[pair[1]].discard(pair)
+        if self.producers is not None:
+            self.producers[self.merged_text(pair)].discard(pair)
 
-    # Priorities.
-
-    def _merge_count(self, pair):
-        """How many merges the pair would make: its count, except for runs of a pair like (x, x)."""
-        left, right = pair
-        if left != right:
-            return self.pair_count[pair]
-        merges = 0
-        for index in self.pair_words[pair]:
-            sequence, run = self.sequences[index], 0
-            for symbol in sequence + [-1]:
-                if symbol == left:
-                    run += 1
-                else:
-                    merges += self.counts[index] * (run // 2)
-                    run = 0
-        return merges
-
-    def _priority(self, pair):
-        """Larger is better: the exact score key, or the likelihood gain."""
-        left, right = pair
-        if self.algorithm == SCORE:
-            return (self.pair_count[pair] << self.shift) // (self.freq[left] * self.freq[right])
-        merges = self._merge_count(pair)
-        merged = self.ids.get(self._merged_text(pair))
-        merged_freq = self.freq[merged] if merged is not None else 0
-        freq = self.freq
-        if left == right:
-            parts = _x_log_x(freq[left] - 2 * merges) - _x_log_x(freq[left])
-        else:
-            parts = (
-                _x_log_x(freq[left] - merges) - _x_log_x(freq[left]) + _x_log_x(freq[right] - merges)
-                - _x_log_x(freq[right])
-            )
-        return (
-            parts + _x_log_x(merged_freq + merges) - _x_log_x(merged_freq)
-            - _x_log_x(self.total - merges) + _x_log_x(self.total)
-        )
-
-    def _merged_text(self, pair):
+    def merged_text(self, pair):
         right = self.texts[pair[1]]
         if self.indicator and right.startswith(self.indicator):
             right = right[len(self.indicator) :]
         return self.texts[pair[0]] + right
 
-    def _first(self, pair):
+    def first_occurrence(self, pair):
+        """(word index, character offset of the left part) of the pair's first occurrence."""
         first = self.first[pair]
         if first is None:
             index = min(self.pair_words[pair])
@@ -247,62 +226,37 @@ class _Merger:
             first = self.first[pair] = (index, offset)
         return first
 
-    def _eligible(self, pair):
+    def eligible(self, pair):
         if self.pair_count[pair] < self.min_frequency:
             return False
         if self.max_token_length is not None:
             return self.widths[pair[0]] + self.widths[pair[1]] <= self.max_token_length
         return True
 
-    def _push(self, pair):
-        if self._eligible(pair):
-            index, offset = self._first(pair)
-            self.heap.append((-self._priority(pair), index, offset, pair))
-
-    def _push_now(self, pair):
-        if self._eligible(pair):
-            index, offset = self._first(pair)
-            heapq.heappush(self.heap, (-self._priority(pair), index, offset, pair))
-
-    # Merging.
-
-    def merge_best(self):
-        """Merge the best pair; return `(left, right, merged)` texts, or None when nothing can be merged."""
-        pair = self._pop_best()
-        if pair is None:
-            return None
-        text = self._merged_text(pair)
-        merge = (self.texts[pair[0]], self.texts[pair[1]], text)
-        merged = self._symbol(text, self.widths[pair[0]] + self.widths[pair[1]])
-        self._apply(pair, merged)
-        if len(self.heap) > 4 * len(self.pair_count) + 10_000:
-            self.heap = []
-            for live in self.pair_count:
-                self._push(live)
-            heapq.heapify(self.heap)
-        return merge
-
-    def _pop_best(self):
-        heap = self.heap
-        while heap:
-            negative_priority, index, offset, pair = heapq.heappop(heap)
-            if pair not in self.pair_count or not self._eligible(pair):
-                continue
-            current = (-self._priority(pair), *self._first(pair))
-            if current == (negative_priority, index, offset):
-                if self.algorithm == LIKELIHOOD and negative_priority >= 0:
-                    return None
-                return pair
-            # Exact priorities only ever fall behind their heap entries; float gains may round up.
-            if self.algorithm == SCORE and current < (negative_priority, index, offset):
-                raise AssertionError(f"internal error: heap entry below the priority of {pair}")
-            heapq.heappush(heap, (*current, pair))
-        return None
-
-    def _apply(self, pair, merged):
+    def merge_count(self, pair):
+        """How many merges the pair would make: its count, except for runs of a pair like (x, x)."""
         left, right = pair
+        if left != right:
+            return self.pair_count[pair]
+        merges = 0
+        for index in self.pair_words[pair]:
+            run = 0
+            for symbol in self.sequences[index] + [-1]:
+                if symbol == left:
+                    run += 1
+                else:
+                    merges += self.counts[index] * (run // 2)
+                    run = 0
+        return merges
+
+    def apply(self, pair):
+        """Merge `pair` everywhere, left to right. Returns the merged symbol and the live pairs that may
+        rank higher than before: new pairs, pairs whose count rose, pairs whose first occurrence moved.
+        (Pairs whose count fell rank lower: their outdated heap entries are corrected when popped.)"""
+        left, right = pair
+        merged = self.symbol(self.merged_text(pair), self.widths[left] + self.widths[right])
         changes = {}
-        refresh = set()  # pairs whose first occurrence may have moved
+        moved = set()  # pairs whose first occurrence may have moved
         merges = 0
         for index in list(self.pair_words[pair]):
             sequence, count = self.sequences[index], self.counts[index]
@@ -331,7 +285,7 @@ class _Merger:
                     first = self.first[old]
                     if first is not None and first[0] == index:
                         self.first[old] = None
-                        refresh.add(old)
+                        moved.add(old)
             for new, number in after.items():
                 if new in before:
                     continue
@@ -348,20 +302,324 @@ class _Merger:
         self.freq[right] -= merges
         self.freq[merged] += merges
         self.total -= merges
-        touched = refresh
+        touched = moved
         for changed, delta in changes.items():
             count = self.pair_count[changed] + delta
             if count <= 0:
                 self._remove_pair(changed)
             else:
                 self.pair_count[changed] = count
-                touched.add(changed)
-        # Fewer `left`s and `right`s raise the priority of every pair they are part of.
-        touched.update(self.by_symbol.get(left, ()))
-        touched.update(self.by_symbol.get(right, ()))
-        if self.algorithm == LIKELIHOOD:
-            # A more frequent merged symbol raises the gain of the other pairs that would make it too.
-            touched.update(self.producers.get(self.texts[merged], ()))
-        for candidate in touched:
-            if candidate in self.pair_count:
-                self._push_now(candidate)
+                if delta > 0:
+                    touched.add(changed)
+        return merged, {p for p in touched if p in self.pair_count}
+
+
+class _ScoreRanking:
+    """Pairs ranked by the exact score `count / (freq(left) * freq(right))`, in groups that share a factor.
+
+    Each pair is *anchored* at one of its parts, the one in more pairs when the pair appears, and sits
+    in that part's group (one group per symbol and side), ranked by `count / reference(other part)`,
+    with the group's common factor `1 / freq(anchor)`. The global heap holds one entry per group: its
+    top pair's key. `reference` equals `freq` for symbols in few pairs and stays a little below it for
+    the others (see EAGER_DEGREE), so keys are upper bounds, exact for most pairs. When a symbol's
+    frequency falls, its two groups are re-keyed at once, and the pairs it is the other part of only
+    when it is light, or falls below its reference. Selection examines entries, in both levels, until
+    the next key cannot beat the best exact score found (ties: first occurrence).
+    """
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+        bits = max(corpus.total, 2).bit_length()
+        # Fractions with denominators below 2**bits (count / freq) or 2**(2*bits) (scores) that differ,
+        # differ by more than the key resolution: the order is exact and ties are true ties.
+        self.inner_shift = 2 * bits + 2
+        self.shift = 4 * bits + 2
+        self.reference = list(corpus.freq)
+        self.slack = {}  # symbol id -> its headroom denominator, when narrower than SLACK
+        self.anchor = {}  # pair -> 0 (left part) or 1 (right part)
+        self.as_other = {}  # symbol id -> pairs it is the non-anchor part of
+        self._rebuild()
+
+    def _anchor(self, pair):
+        side = self.anchor.get(pair)
+        if side is None:
+            corpus = self.corpus
+            left, right = pair
+            degree_left = len(corpus.left_pairs.get(left, ())) + len(corpus.right_pairs.get(left, ()))
+            degree_right = len(corpus.left_pairs.get(right, ())) + len(corpus.right_pairs.get(right, ()))
+            side = self.anchor[pair] = 0 if degree_left >= degree_right else 1
+            self.as_other.setdefault(pair[1 - side], set()).add(pair)
+        return side
+
+    def _rebuild(self):
+        corpus = self.corpus
+        self.groups = {}  # (side, symbol) -> heap
+        for pair in corpus.pair_count:
+            if corpus.eligible(pair):
+                key, entry = self._group_entry(pair)
+                self.groups.setdefault(key, []).append(entry)
+        self.heap = []
+        for key, group in self.groups.items():
+            heapq.heapify(group)
+            top = self._group_top(key)
+            if top is not None:
+                self.heap.append(self._global_entry(top, self.reference))
+        heapq.heapify(self.heap)
+        self.entries = sum(map(len, self.groups.values())) + len(self.heap)
+
+    def _group_entry(self, pair):
+        """(group key, entry) of a live pair."""
+        corpus = self.corpus
+        side = self._anchor(pair)
+        other = pair[1 - side]
+        inner = (corpus.pair_count[pair] << self.inner_shift) // self.reference[other]
+        return (side, pair[side]), (-inner, *corpus.first_occurrence(pair), other)
+
+    def _global_entry(self, pair, other_freq):
+        """The global entry of `pair`'s group, ranked by `pair`; `other_freq`: self.reference (a bound)
+        or corpus.freq (exact)."""
+        corpus = self.corpus
+        side = self.anchor[pair]
+        anchor, other = pair[side], pair[1 - side]
+        score = (corpus.pair_count[pair] << self.shift) // (other_freq[other] * corpus.freq[anchor])
+        return (-score, *corpus.first_occurrence(pair), side, anchor)
+
+    def _group_top(self, key):
+        """The group's live pair with the best key, its heap cleaned down to a current top; None if empty."""
+        corpus, group = self.corpus, self.groups.get(key)
+        side, anchor = key
+        while group:
+            other = group[0][-1]
+            pair = (anchor, other) if side == 0 else (other, anchor)
+            if pair not in corpus.pair_count or not corpus.eligible(pair) or self.anchor.get(pair) != side:
+                heapq.heappop(group)
+                continue
+            current = self._group_entry(pair)[1]
+            if current == group[0]:
+                return pair
+            heapq.heapreplace(group, current)
+        return None
+
+    def best(self):
+        heap, best, held, contested, seen = self.heap, None, [], {}, set()
+        while heap and (best is None or heap[0][:3] <= best[:3]):
+            entry = heapq.heappop(heap)
+            key = entry[3:]
+            if key in seen:  # a duplicate entry: drop it
+                continue
+            top = self._group_top(key)
+            if top is None:
+                continue
+            current = self._global_entry(top, self.reference)
+            if current != entry:
+                heapq.heappush(heap, current)
+                continue
+            held.append(entry)
+            seen.add(key)
+            best = self._best_in_group(key, best, contested)
+        for entry in held:
+            heapq.heappush(heap, entry)
+        # A few inexact keys near the top are cheap to examine again; many, at every step, are not:
+        # narrow the headroom of the symbols behind them.
+        for symbol, number in contested.items():
+            if number > CONTEST_LIMIT:
+                self.slack[symbol] = self.slack.get(symbol, SLACK) * 4
+                self._set_reference(symbol, self._headroom(symbol))
+        return None if best is None else best[3]
+
+    def _best_in_group(self, key, best, contested):
+        """The group's pair of best exact score if it beats `best` (else `best`), examining entries in key
+        order while their bounds could; inexact keys that come close count as contested."""
+        group, held, seen = self.groups[key], [], set()
+        while True:
+            pair = self._group_top(key)
+            if pair is None:
+                break
+            bound = self._global_entry(pair, self.reference)
+            if best is not None and bound[:3] > best[:3]:
+                break
+            if pair in seen:  # a duplicate entry: drop it
+                heapq.heappop(group)
+                continue
+            seen.add(pair)
+            held.append(heapq.heappop(group))
+            exact = (*self._global_entry(pair, self.corpus.freq)[:3], pair)
+            if best is None or exact[:3] < best[:3]:
+                best = exact
+            if bound[0] != exact[0]:
+                other = pair[1 - key[0]]
+                contested[other] = contested.get(other, 0) + 1
+        for entry in held:
+            heapq.heappush(group, entry)
+        return best
+
+    def _headroom(self, symbol):
+        frequency = self.corpus.freq[symbol]
+        return max(1, frequency - frequency // self.slack.get(symbol, SLACK))
+
+    def _set_reference(self, symbol, reference):
+        """Re-key the pairs whose key depends on `symbol`'s reference: those it is the other part of."""
+        self.reference[symbol] = reference
+        pairs = self.as_other.get(symbol, set())
+        for pair in list(pairs):
+            if pair in self.corpus.pair_count:
+                self._raise(pair)
+            else:
+                pairs.discard(pair)
+                del self.anchor[pair]
+
+    def _raise(self, pair):
+        """`pair` may rank higher than its entries say: push it in its group and the group globally.
+
+        (The hot path: the same keys as `_group_entry` and `_global_entry`, computed once.)
+        """
+        corpus = self.corpus
+        if corpus.filtered and not corpus.eligible(pair):
+            return
+        side = self.anchor.get(pair)
+        if side is None:
+            side = self._anchor(pair)
+        anchor, other = pair[side], pair[1 - side]
+        count = corpus.pair_count[pair]
+        index, offset = corpus.first_occurrence(pair)
+        reference = self.reference[other]
+        inner = (count << self.inner_shift) // reference
+        heapq.heappush(self.groups.setdefault((side, anchor), []), (-inner, index, offset, other))
+        score = (count << self.shift) // (reference * corpus.freq[anchor])
+        heapq.heappush(self.heap, (-score, index, offset, side, anchor))
+        self.entries += 2
+
+    def update(self, touched, decreased, merged):
+        corpus = self.corpus
+        self.reference.extend(corpus.freq[len(self.reference) :])
+        if self.reference[merged] == 0:
+            self.reference[merged] = corpus.freq[merged]
+        for pair in touched:
+            self._raise(pair)
+        for symbol in decreased:
+            frequency = corpus.freq[symbol]
+            if len(self.as_other.get(symbol, ())) <= EAGER_DEGREE:
+                if frequency != self.reference[symbol]:
+                    self._set_reference(symbol, frequency)
+            elif frequency < self.reference[symbol]:
+                self._set_reference(symbol, self._headroom(symbol))
+            # Its two groups rose by a common factor.
+            for side in (0, 1):
+                top = self._group_top((side, symbol))
+                if top is not None:
+                    heapq.heappush(self.heap, self._global_entry(top, self.reference))
+                    self.entries += 1
+        if self.entries > 8 * len(corpus.pair_count) + 100_000:
+            self._rebuild()
+
+
+class _LikelihoodRanking:
+    """Pairs ranked by likelihood gain, with bounded keys (see EAGER_DEGREE)."""
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+        self.reference = list(corpus.freq)  # symbol id -> frequency used in heap keys, at most `freq`
+        self.exact = set()  # symbols kept at reference == freq although in many pairs
+        self._rebuild()
+
+    def _rebuild(self):
+        self.heap = []
+        for pair in self.corpus.pair_count:
+            if self.corpus.eligible(pair):
+                self.heap.append(self._entry(pair))
+        heapq.heapify(self.heap)
+
+    def _gain(self, pair, freq):
+        """The gain in log-likelihood of merging `pair`, with the parts' frequencies `freq`.
+
+        With the true frequencies it is exact; with `self.reference` (never above them) an upper bound,
+        as the gain only falls when a part's frequency rises.
+        """
+        corpus = self.corpus
+        left, right = pair
+        merges = corpus.merge_count(pair)
+        merged = corpus.ids.get(corpus.merged_text(pair))
+        merged_freq = corpus.freq[merged] if merged is not None else 0
+        if left == right:
+            parts = _x_log_x(freq[left] - 2 * merges) - _x_log_x(freq[left])
+        else:
+            parts = (
+                _x_log_x(freq[left] - merges) - _x_log_x(freq[left]) + _x_log_x(freq[right] - merges)
+                - _x_log_x(freq[right])
+            )
+        return (
+            parts + _x_log_x(merged_freq + merges) - _x_log_x(merged_freq)
+            - _x_log_x(corpus.total - merges) + _x_log_x(corpus.total)
+        )
+
+    def _entry(self, pair):
+        return (-self._gain(pair, self.reference), *self.corpus.first_occurrence(pair), pair)
+
+    def _push(self, pair):
+        if pair in self.corpus.pair_count and self.corpus.eligible(pair):
+            heapq.heappush(self.heap, self._entry(pair))
+
+    def best(self):
+        """The live pair of highest exact gain (earliest first occurrence among equals), or None.
+
+        Every live pair has a heap entry that ranks no lower than its exact (gain, first occurrence), so
+        once the heap's top ranks below the best exact value found, nothing left can beat it.
+        """
+        corpus, heap, best, held = self.corpus, self.heap, None, []
+        while heap and (best is None or heap[0][:3] <= best[:3]):
+            entry = heapq.heappop(heap)
+            pair = entry[3]
+            if pair not in corpus.pair_count or not corpus.eligible(pair):
+                continue
+            current = self._entry(pair)
+            if current != entry:
+                # Outdated: the pair ranks lower now, or a newer entry of it exists. Either way this one
+                # goes, and a current entry takes its place (a duplicate at worst, also dropped).
+                heapq.heappush(heap, current)
+                continue
+            held.append(entry)
+            exact = (-self._gain(pair, corpus.freq), *current[1:3], pair)
+            if best is None or exact[:3] < best[:3]:
+                best = exact
+        contested = set()
+        for entry in held:
+            if entry[3] != best[3]:
+                heapq.heappush(heap, entry)
+                contested.update(part for part in entry[3] if self.reference[part] != corpus.freq[part])
+        # Inexact keys that reach the top would be popped again at every step: give them exact keys.
+        for part in contested:
+            self.exact.add(part)
+            self.reference[part] = corpus.freq[part]
+            for pair in corpus.pairs_of(part):
+                self._push(pair)
+        if best is None or best[0] >= 0:
+            return None
+        return best[3]
+
+    def _rereference(self, symbol):
+        """After `symbol` lost occurrences: set its reference frequency; whether its pairs need new keys."""
+        frequency, reference = self.corpus.freq[symbol], self.reference[symbol]
+        degree = len(self.corpus.left_pairs.get(symbol, ())) + len(self.corpus.right_pairs.get(symbol, ()))
+        if symbol in self.exact or degree <= EAGER_DEGREE:
+            self.reference[symbol] = frequency
+            return frequency != reference
+        if frequency < reference:
+            self.reference[symbol] = max(1, frequency - frequency // SLACK)
+            return True
+        return False
+
+    def update(self, touched, decreased, merged):
+        corpus = self.corpus
+        self.reference.extend([0] * (len(corpus.freq) - len(self.reference)))
+        if self.reference[merged] == 0:
+            self.reference[merged] = corpus.freq[merged]
+        raised = set(touched)
+        for symbol in decreased:
+            if self._rereference(symbol):
+                raised.update(corpus.pairs_of(symbol))
+        # A more frequent merged symbol raises the gain of the other pairs that would make it too.
+        raised.update(corpus.producers.get(corpus.texts[merged], ()))
+        for pair in raised:
+            self._push(pair)
+        if len(self.heap) > 4 * len(corpus.pair_count) + 10_000:
+            self._rebuild()
