@@ -40,9 +40,9 @@ SCORE, LIKELIHOOD = "score", "likelihood"
 
 # Heap keys use a reference frequency per symbol, never above its true frequency. A symbol in at most
 # EAGER_DEGREE pairs keeps it exact (its pairs are re-ranked whenever it changes); a symbol in more
-# pairs keeps it 1/SLACK below, and its pairs are re-ranked only when it falls under that. When its
-# pairs crowd the top of the heap (score rule: more than CONTEST_LIMIT examined in one selection), its
-# headroom narrows four times; likelihood rule: it is kept exact from then on.
+# pairs keeps it 1/SLACK below, and its pairs are re-ranked only when it falls under that. When more
+# than CONTEST_LIMIT of its pairs are examined in one selection without winning, its headroom narrows
+# four times.
 EAGER_DEGREE = 16
 SLACK = 32
 CONTEST_LIMIT = 8
@@ -129,10 +129,6 @@ def iter_merges(word_counts, *, suffix_indicator="##", min_frequency=1, max_toke
         merged, touched = corpus.apply(pair)
         ranking.update(touched, {left, right}, merged)
         yield merge
-
-
-def _x_log_x(x):
-    return x * math.log(x) if x > 0 else 0.0
 
 
 class _Corpus:
@@ -519,7 +515,8 @@ class _LikelihoodRanking:
     def __init__(self, corpus):
         self.corpus = corpus
         self.reference = list(corpus.freq)  # symbol id -> frequency used in heap keys, at most `freq`
-        self.exact = set()  # symbols kept at reference == freq although in many pairs
+        self.slack = {}  # symbol id -> its headroom denominator, when narrower than SLACK
+        self.merged_texts = {}  # pair -> the text its merge would make
         self._rebuild()
 
     def _rebuild(self):
@@ -537,19 +534,30 @@ class _LikelihoodRanking:
         """
         corpus = self.corpus
         left, right = pair
-        merges = corpus.merge_count(pair)
-        merged = corpus.ids.get(corpus.merged_text(pair))
-        merged_freq = corpus.freq[merged] if merged is not None else 0
+        merges = corpus.pair_count[pair] if left != right else corpus.merge_count(pair)
+        text = self.merged_texts.get(pair)
+        if text is None:
+            text = self.merged_texts[pair] = corpus.merged_text(pair)
+        merged = corpus.ids.get(text)
+        existing = corpus.freq[merged] if merged is not None else 0
+        total, log, lost = corpus.total, math.log, merges
+        # f(x) = x log x, inlined; the same terms, in the same order, as the module docstring's formula
+        # (float sums depend on their order, and equal gains must stay equal).
+        before_left = freq[left]
         if left == right:
-            parts = _x_log_x(freq[left] - 2 * merges) - _x_log_x(freq[left])
+            after = before_left - 2 * lost
+            parts = (after * log(after) if after > 0 else 0.0) - before_left * log(before_left)
         else:
+            before_right = freq[right]
+            after_left, after_right = before_left - lost, before_right - lost
             parts = (
-                _x_log_x(freq[left] - merges) - _x_log_x(freq[left]) + _x_log_x(freq[right] - merges)
-                - _x_log_x(freq[right])
+                (after_left * log(after_left) if after_left > 0 else 0.0) - before_left * log(before_left)
+                + (after_right * log(after_right) if after_right > 0 else 0.0) - before_right * log(before_right)
             )
+        grown = existing + lost
         return (
-            parts + _x_log_x(merged_freq + merges) - _x_log_x(merged_freq)
-            - _x_log_x(corpus.total - merges) + _x_log_x(corpus.total)
+            parts + grown * log(grown) - (existing * log(existing) if existing > 0 else 0.0)
+            - (total - lost) * log(total - lost) + total * log(total)
         )
 
     def _entry(self, pair):
@@ -565,11 +573,11 @@ class _LikelihoodRanking:
         Every live pair has a heap entry that ranks no lower than its exact (gain, first occurrence), so
         once the heap's top ranks below the best exact value found, nothing left can beat it.
         """
-        corpus, heap, best, held = self.corpus, self.heap, None, []
+        corpus, heap, best, held, seen, contested = self.corpus, self.heap, None, [], set(), {}
         while heap and (best is None or heap[0][:3] <= best[:3]):
             entry = heapq.heappop(heap)
             pair = entry[3]
-            if pair not in corpus.pair_count or not corpus.eligible(pair):
+            if pair in seen or pair not in corpus.pair_count or not corpus.eligible(pair):
                 continue
             current = self._entry(pair)
             if current != entry:
@@ -577,49 +585,53 @@ class _LikelihoodRanking:
                 # goes, and a current entry takes its place (a duplicate at worst, also dropped).
                 heapq.heappush(heap, current)
                 continue
+            seen.add(pair)
             held.append(entry)
             exact = (-self._gain(pair, corpus.freq), *current[1:3], pair)
             if best is None or exact[:3] < best[:3]:
                 best = exact
-        contested = set()
+            for part in set(pair):
+                if self.reference[part] != corpus.freq[part]:
+                    contested[part] = contested.get(part, 0) + 1
         for entry in held:
             if entry[3] != best[3]:
                 heapq.heappush(heap, entry)
-                contested.update(part for part in entry[3] if self.reference[part] != corpus.freq[part])
-        # Inexact keys that reach the top would be popped again at every step: give them exact keys.
-        for part in contested:
-            self.exact.add(part)
-            self.reference[part] = corpus.freq[part]
-            for pair in corpus.pairs_of(part):
-                self._push(pair)
+        # A few inexact keys near the top are cheap to examine again; many, at every step, are not:
+        # narrow the headroom of the symbols behind them.
+        for part, number in contested.items():
+            if number > CONTEST_LIMIT:
+                self.slack[part] = self.slack.get(part, SLACK) * 4
+                self._set_reference(part, self._headroom(part))
         if best is None or best[0] >= 0:
             return None
         return best[3]
 
-    def _rereference(self, symbol):
-        """After `symbol` lost occurrences: set its reference frequency; whether its pairs need new keys."""
-        frequency, reference = self.corpus.freq[symbol], self.reference[symbol]
-        degree = len(self.corpus.left_pairs.get(symbol, ())) + len(self.corpus.right_pairs.get(symbol, ()))
-        if symbol in self.exact or degree <= EAGER_DEGREE:
-            self.reference[symbol] = frequency
-            return frequency != reference
-        if frequency < reference:
-            self.reference[symbol] = max(1, frequency - frequency // SLACK)
-            return True
-        return False
+    def _headroom(self, symbol):
+        frequency = self.corpus.freq[symbol]
+        return max(1, frequency - frequency // self.slack.get(symbol, SLACK))
+
+    def _set_reference(self, symbol, reference):
+        self.reference[symbol] = reference
+        for pair in self.corpus.pairs_of(symbol):
+            self._push(pair)
 
     def update(self, touched, decreased, merged):
         corpus = self.corpus
-        self.reference.extend([0] * (len(corpus.freq) - len(self.reference)))
+        self.reference.extend(corpus.freq[len(self.reference) :])
         if self.reference[merged] == 0:
             self.reference[merged] = corpus.freq[merged]
         raised = set(touched)
-        for symbol in decreased:
-            if self._rereference(symbol):
-                raised.update(corpus.pairs_of(symbol))
         # A more frequent merged symbol raises the gain of the other pairs that would make it too.
         raised.update(corpus.producers.get(corpus.texts[merged], ()))
         for pair in raised:
             self._push(pair)
-        if len(self.heap) > 4 * len(corpus.pair_count) + 10_000:
+        for symbol in decreased:
+            frequency = corpus.freq[symbol]
+            degree = len(corpus.left_pairs.get(symbol, ())) + len(corpus.right_pairs.get(symbol, ()))
+            if degree <= EAGER_DEGREE:
+                if frequency != self.reference[symbol]:
+                    self._set_reference(symbol, frequency)
+            elif frequency < self.reference[symbol]:
+                self._set_reference(symbol, self._headroom(symbol))
+        if len(self.heap) > 8 * len(corpus.pair_count) + 100_000:
             self._rebuild()
