@@ -6,8 +6,6 @@ The serving step runs in a separate Python process that imports only `tensorflow
 model carries its tokenizer as core TensorFlow ops, so it needs neither tfsubword nor tensorflow-text.
 """
 
-import json
-import subprocess
 import sys
 import tempfile
 
@@ -15,20 +13,13 @@ import keras
 import tensorflow as tf
 
 from tfsubword import WordPieceLayer
+from tfsubword.demo import serve_in_fresh_process
 
 VOCABULARY = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]",
     "the", "a", "movie", "film", "was", "is", "great", "terrible", "not",
     "bad", "good", "act", "##ing", "##ors", "plot", "!", ".", ",", "##ly", "love", "##d",
 ]
-
-SERVER = """
-import json, sys
-import tensorflow as tf
-model = tf.saved_model.load(sys.argv[1])
-texts = tf.constant(json.load(sys.stdin))
-print(json.dumps({name: value.numpy().tolist() for name, value in model.signatures["serving_default"](texts).items()}))
-"""
 
 
 def build_model():
@@ -53,12 +44,7 @@ def main(export_dir):
 
     model.export(export_dir, verbose=False)
     print(f"exported to {export_dir}; serving it from a process that imports only tensorflow ...")
-    served = subprocess.run(
-        [sys.executable, "-c", SERVER, export_dir], input=json.dumps(texts), capture_output=True, text=True
-    )
-    if served.returncode != 0:
-        sys.exit(f"serving failed:\n{served.stderr}")
-    (remote,) = json.loads(served.stdout.strip().splitlines()[-1]).values()
+    (remote,) = serve_in_fresh_process(export_dir, texts).values()
 
     for text, here, there in zip(texts, local, remote):
         print(f"  {text!r:28} in Python {[round(p, 5) for p in here]}  served {[round(p, 5) for p in there]}")

@@ -17,3 +17,16 @@ def test_serve_wordpiece_example(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "served predictions match" in result.stdout
     assert (tmp_path / "model" / "saved_model.pb").is_file()
+
+
+def test_demo_is_the_main_job(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "tfsubword.cli", "demo", "--export-dir", str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "served token ids match the ids computed in this process" in result.stdout
+    assert "keras layers can tokenize text inside the tensorflow graph ." in result.stdout
+    assert (tmp_path / "model" / "saved_model.pb").is_file()

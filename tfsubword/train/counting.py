@@ -5,8 +5,10 @@ vocabulary is never trained on other words than the layer will see.
 """
 
 import collections.abc
+import contextlib
 import functools
 import os
+import sys
 import warnings
 
 import tensorflow as tf
@@ -25,9 +27,9 @@ def count_words(
     Exactly one of:
         corpus: an iterable of strings (str or UTF-8 bytes), a `tf.data.Dataset` of strings, or a
             mapping word -> count that is already pre-tokenized (returned as given, in its order).
-        files: paths of UTF-8 text files, read lazily line by line. Lines that are not valid UTF-8 are
-            read with U+FFFD for each invalid sequence (which normalization deletes), and their number
-            is reported once, as a warning.
+        files: paths of UTF-8 text files (`"-"`: standard input), read lazily line by line. Lines that
+            are not valid UTF-8 are read with U+FFFD for each invalid sequence (which normalization
+            deletes), and their number is reported once, as a warning.
     """
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
@@ -120,7 +122,7 @@ def _dataset_batches(dataset):
 
 
 class _FileLines:
-    """Lines of several files, read lazily as bytes, counting the ones that are not valid UTF-8."""
+    """Lines of several files (`"-"`: standard input), read lazily as bytes, counting the invalid UTF-8 ones."""
 
     def __init__(self, paths):
         if isinstance(paths, (str, bytes, os.PathLike)):
@@ -129,12 +131,15 @@ class _FileLines:
         if not self.paths:
             raise ValueError("`files` is empty.")
         for path in self.paths:  # fail before any work, naming the file
+            if path == "-":
+                continue
             try:
                 with open(path, "rb"):
                     pass
             except OSError as error:
                 raise ValueError(f"Cannot read {path!r}: {error.strerror or error}.") from None
-        self.total_bytes = sum(os.path.getsize(path) for path in self.paths)
+        sizes = [0 if path == "-" else os.path.getsize(path) for path in self.paths]
+        self.total_bytes = None if "-" in self.paths else sum(sizes)
         self.bytes_read = 0
         self.invalid_lines = 0
         self.first_invalid_file = None
@@ -142,7 +147,7 @@ class _FileLines:
     def batches(self):
         batch = []
         for path in self.paths:
-            with open(path, "rb") as file:
+            with _open_binary(path) as file:
                 for line in file:
                     self.bytes_read += len(line)
                     try:
@@ -156,3 +161,9 @@ class _FileLines:
                         batch = []
         if batch:
             yield batch
+
+
+def _open_binary(path):
+    if path == "-":
+        return contextlib.nullcontext(sys.stdin.buffer)
+    return open(path, "rb")
