@@ -43,8 +43,8 @@ SCORE, LIKELIHOOD = "score", "likelihood"
 # pairs keeps it 1/SLACK below, and its pairs are re-ranked only when it falls under that. When more
 # than CONTEST_LIMIT of its pairs are examined in one selection without winning, its headroom narrows
 # four times.
-EAGER_DEGREE = 16
-SLACK = 32
+EAGER_DEGREE = 4
+SLACK = 128
 CONTEST_LIMIT = 8
 
 
@@ -254,16 +254,18 @@ class _Corpus:
         changes = {}
         moved = set()  # pairs whose first occurrence may have moved
         merges = 0
-        for index in list(self.pair_words[pair]):
-            sequence, count = self.sequences[index], self.counts[index]
+        pair_words, firsts, sequences, pair_count = self.pair_words, self.first, self.sequences, self.pair_count
+        for index in list(pair_words[pair]):
+            sequence, count = sequences[index], self.counts[index]
             rewritten, position, end = [], 0, len(sequence) - 1
             while position <= end:
-                if position < end and sequence[position] == left and sequence[position + 1] == right:
+                symbol = sequence[position]
+                if symbol == left and position < end and sequence[position + 1] == right:
                     rewritten.append(merged)
                     position += 2
                     merges += count
                 else:
-                    rewritten.append(sequence[position])
+                    rewritten.append(symbol)
                     position += 1
             before, after = {}, {}
             for old in zip(sequence, sequence[1:]):
@@ -275,25 +277,26 @@ class _Corpus:
                 if now != number:
                     changes[old] = changes.get(old, 0) + (now - number) * count
                     if now == 0:
-                        self.pair_words[old].discard(index)
+                        pair_words[old].discard(index)
                 # Occurrences that touch the merged symbols may have moved even when their number has not.
-                if now != number or left in old or right in old or merged in old:
-                    first = self.first[old]
-                    if first is not None and first[0] == index:
-                        self.first[old] = None
-                        moved.add(old)
+                elif left not in old and right not in old and merged not in old:
+                    continue
+                first = firsts[old]
+                if first is not None and first[0] == index:
+                    firsts[old] = None
+                    moved.add(old)
             for new, number in after.items():
                 if new in before:
                     continue
                 changes[new] = changes.get(new, 0) + number * count
-                if new in self.pair_count:
-                    self.pair_words[new].add(index)
-                    first = self.first[new]
+                if new in pair_count:
+                    pair_words[new].add(index)
+                    first = firsts[new]
                     if first is not None and index <= first[0]:
-                        self.first[new] = None
+                        firsts[new] = None
                 else:
                     self._add_pair(new, 0, index, None)
-            self.sequences[index] = rewritten
+            sequences[index] = rewritten
         self.freq[left] -= merges
         self.freq[right] -= merges
         self.freq[merged] += merges
@@ -412,7 +415,13 @@ class _ScoreRanking:
                 continue
             held.append(entry)
             seen.add(key)
-            best = self._best_in_group(key, best, contested)
+            other = top[1 - key[0]]
+            if self.reference[other] == self.corpus.freq[other]:
+                # An exact key on top: the group's best, as every other entry's key is an upper bound.
+                if best is None or current[:3] < best[:3]:
+                    best = (*current[:3], top)
+            else:
+                best = self._best_in_group(key, best, contested)
         for entry in held:
             heapq.heappush(heap, entry)
         # A few inexact keys near the top are cheap to examine again; many, at every step, are not:
