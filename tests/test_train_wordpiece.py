@@ -316,3 +316,21 @@ def test_random_corpora_with_limits(counts, min_frequency, max_token_length):
             counts, 10_000, special_tokens=(), min_frequency=min_frequency, max_token_length=max_token_length
         )
     assert got == vocabulary
+
+
+@settings(max_examples=50, deadline=None)
+@given(lines=st.lists(st.binary(max_size=30).filter(lambda b: b"\n" not in b and b"\r" not in b), min_size=1, max_size=20))
+def test_invalid_lines_are_the_ones_python_cannot_decode(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("lines") / "corpus.txt"
+    path.write_bytes(b"".join(line + b"\n" for line in lines) + b"word\n")
+    expected = 0
+    for line in lines:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            expected += 1
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        count_words(files=[path])
+    reported = [str(w.message) for w in record if "not valid UTF-8" in str(w.message)]
+    assert reported == ([f"{expected} lines were not valid UTF-8 and were read with replacement characters."] if expected else [])

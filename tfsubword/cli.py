@@ -85,6 +85,15 @@ def main(argv=None):
         return 130
 
 
+def _normalization_options(arguments):
+    return {
+        "lowercase": arguments.lowercase,
+        "strip_accents": arguments.strip_accents,
+        "split_on_cjk": arguments.split_on_cjk,
+        "suffix_indicator": arguments.suffix_indicator,
+    }
+
+
 def _train(arguments):
     from tfsubword.train import train_wordpiece
     from tfsubword.vocab import write_vocabulary
@@ -92,15 +101,12 @@ def _train(arguments):
     vocabulary = train_wordpiece(
         files=arguments.files,
         vocab_size=arguments.vocab_size,
-        lowercase=arguments.lowercase,
-        strip_accents=arguments.strip_accents,
-        split_on_cjk=arguments.split_on_cjk,
         special_tokens=arguments.special_tokens,
-        suffix_indicator=arguments.suffix_indicator,
         min_frequency=arguments.min_frequency,
         max_token_length=arguments.max_token_length,
         algorithm=arguments.algorithm,
         show_progress=arguments.progress,
+        **_normalization_options(arguments),
     )
     write_vocabulary(vocabulary, arguments.output)
     print(f"wrote {len(vocabulary)} tokens to {arguments.output}", file=sys.stderr)
@@ -114,13 +120,10 @@ def _tokenize(arguments):
 
     layer = WordPieceLayer(
         arguments.vocab,
-        lowercase=arguments.lowercase,
-        strip_accents=arguments.strip_accents,
-        split_on_cjk=arguments.split_on_cjk,
         max_chars_per_word=arguments.max_chars_per_word,
         unknown_token=arguments.unknown_token,
-        suffix_indicator=arguments.suffix_indicator,
         dtype="int32" if arguments.ids else "string",
+        **_normalization_options(arguments),
     )
     encode = tf.function(layer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     texts = arguments.texts or (line.rstrip("\r\n") for line in sys.stdin)

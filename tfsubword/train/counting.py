@@ -5,7 +5,6 @@ vocabulary is never trained on other words than the layer will see.
 """
 
 import collections.abc
-import contextlib
 import functools
 import os
 import sys
@@ -27,9 +26,10 @@ def count_words(
     Exactly one of:
         corpus: an iterable of strings (str or UTF-8 bytes), a `tf.data.Dataset` of strings, or a
             mapping word -> count that is already pre-tokenized (returned as given, in its order).
-        files: paths of UTF-8 text files (`"-"`: standard input), read lazily line by line. Lines that
-            are not valid UTF-8 are read with U+FFFD for each invalid sequence (which normalization
-            deletes), and their number is reported once, as a warning.
+        files: paths of UTF-8 text files (`"-"`: standard input), read lazily line by line.
+
+    Lines that are not valid UTF-8 are read with U+FFFD for each invalid sequence (which normalization
+    deletes), and their number is reported once, as a warning.
     """
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
@@ -37,31 +37,26 @@ def count_words(
         return _checked_counts(corpus)
     count_batch = _batch_counter(lowercase, strip_accents, split_on_cjk)
     if files is not None:
-        reader = _FileLines(files)
-        batches, total, unit = reader.batches(), reader.total_bytes, " bytes"
+        batches, total, unit = _file_batches(files)
     elif isinstance(corpus, tf.data.Dataset):
         batches, total, unit = _dataset_batches(corpus), None, " lines"
+    elif isinstance(corpus, (str, bytes)):
+        raise ValueError("`corpus` must be an iterable of texts, not a single string.")
     else:
-        if isinstance(corpus, (str, bytes)):
-            raise ValueError("`corpus` must be an iterable of texts, not a single string.")
         batches, total, unit = _iterable_batches(corpus), None, " lines"
 
-    signature = tf.TensorSpec([None], tf.string)
-    dataset = tf.data.Dataset.from_generator(lambda: batches, output_signature=signature).prefetch(2)
-    counts = {}
+    counts, invalid, done = {}, 0, 0
     with Progress("counting words", total=total, enabled=show_progress, unit=unit) as bar:
-        # The batches are counted by a function traced once per process, outside the pipeline: a map
-        # function would be re-instantiated with every new iterator, which costs more than the counting.
-        for batch in dataset:
-            words, numbers = count_batch(batch)
+        for batch in batches:
+            words, numbers, invalid_lines, size = count_batch(batch)
             for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
                 counts[word] = counts.get(word, 0) + number
-            bar.update(reader.bytes_read if files is not None else bar.value + BATCH_LINES)
-    if files is not None and reader.invalid_lines:
+            invalid += int(invalid_lines)
+            done += int(size) if unit == " bytes" else int(tf.size(batch))
+            bar.update(done)
+    if invalid:
         warnings.warn(
-            f"{reader.invalid_lines} lines were not valid UTF-8 and were read with replacement characters "
-            f"(first in {reader.first_invalid_file!r}).",
-            stacklevel=2,
+            f"{invalid} lines were not valid UTF-8 and were read with replacement characters.", stacklevel=2
         )
     if not counts:
         raise ValueError("The corpus has no words: it is empty or holds only whitespace and control characters.")
@@ -70,13 +65,18 @@ def count_words(
 
 @functools.lru_cache(maxsize=None)
 def _batch_counter(lowercase, strip_accents, split_on_cjk):
-    """A traced function: `[n]` lines -> (distinct words, their counts), with the layers' normalization."""
+    """A function traced once per process: `[n]` lines -> (distinct words, their counts, the number of
+    lines that are not valid UTF-8, the bytes read), with the layers' normalization."""
     normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def count_batch(lines):
         words, _, counts = tf.unique_with_counts(normalizer.words(lines).flat_values, out_idx=tf.int64)
-        return words, counts
+        # Valid UTF-8 transcodes to itself byte for byte; invalid sequences are dropped.
+        valid = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore") == lines
+        invalid = tf.reduce_sum(tf.cast(~valid, tf.int64))
+        size = tf.reduce_sum(tf.cast(tf.strings.length(lines), tf.int64) + 1)  # + the line break
+        return words, counts, invalid, size
 
     return count_batch
 
@@ -95,19 +95,28 @@ def _checked_counts(mapping):
     return counts
 
 
-def _iterable_batches(texts):
+def _batched(items):
     batch = []
-    for text in texts:
-        if isinstance(text, str):
-            text = text.encode("utf-8", "surrogatepass")
-        elif not isinstance(text, bytes):
-            raise ValueError(f"`corpus` items must be str or bytes. Received {type(text).__name__}: {text!r}.")
-        batch.append(text)
+    for item in items:
+        batch.append(item)
         if len(batch) == BATCH_LINES:
-            yield batch
+            yield tf.constant(batch, tf.string)
             batch = []
     if batch:
-        yield batch
+        yield tf.constant(batch, tf.string)
+
+
+def _iterable_batches(texts):
+    def encoded():
+        for text in texts:
+            if isinstance(text, str):
+                yield text.encode("utf-8", "surrogatepass")
+            elif isinstance(text, bytes):
+                yield text
+            else:
+                raise ValueError(f"`corpus` items must be str or bytes. Received {type(text).__name__}: {text!r}.")
+
+    return _batched(encoded())
 
 
 def _dataset_batches(dataset):
@@ -117,53 +126,31 @@ def _dataset_batches(dataset):
         dataset = dataset.batch(BATCH_LINES)
     else:
         dataset = dataset.map(lambda texts: tf.reshape(texts, [-1]))
-    for batch in dataset.as_numpy_iterator():
-        yield batch.tolist()
+    return iter(dataset.prefetch(2))
 
 
-class _FileLines:
-    """Lines of several files (`"-"`: standard input), read lazily as bytes, counting the invalid UTF-8 ones."""
+def _file_batches(paths):
+    """Batches of lines of several files (`"-"`: standard input), read lazily; and the total size."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(path) for path in paths]
+    if not paths:
+        raise ValueError("`files` is empty.")
+    for path in paths:  # fail before any work, naming the file
+        if path == "-":
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as error:
+            raise ValueError(f"Cannot read {path!r}: {error.strerror or error}.") from None
+    total = None if "-" in paths else sum(os.path.getsize(path) for path in paths)
 
-    def __init__(self, paths):
-        if isinstance(paths, (str, bytes, os.PathLike)):
-            paths = [paths]
-        self.paths = [os.fspath(path) for path in paths]
-        if not self.paths:
-            raise ValueError("`files` is empty.")
-        for path in self.paths:  # fail before any work, naming the file
+    def batches():
+        for path in paths:
             if path == "-":
-                continue
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as error:
-                raise ValueError(f"Cannot read {path!r}: {error.strerror or error}.") from None
-        sizes = [0 if path == "-" else os.path.getsize(path) for path in self.paths]
-        self.total_bytes = None if "-" in self.paths else sum(sizes)
-        self.bytes_read = 0
-        self.invalid_lines = 0
-        self.first_invalid_file = None
+                yield from _batched(line.rstrip(b"\n") for line in sys.stdin.buffer)
+            else:
+                yield from tf.data.TextLineDataset(path).batch(BATCH_LINES).prefetch(2)
 
-    def batches(self):
-        batch = []
-        for path in self.paths:
-            with _open_binary(path) as file:
-                for line in file:
-                    self.bytes_read += len(line)
-                    try:
-                        line.decode("utf-8")
-                    except UnicodeDecodeError:
-                        self.invalid_lines += 1
-                        self.first_invalid_file = self.first_invalid_file or path
-                    batch.append(line)
-                    if len(batch) == BATCH_LINES:
-                        yield batch
-                        batch = []
-        if batch:
-            yield batch
-
-
-def _open_binary(path):
-    if path == "-":
-        return contextlib.nullcontext(sys.stdin.buffer)
-    return open(path, "rb")
+    return batches(), total, " bytes"

@@ -313,7 +313,47 @@ class _Corpus:
         return merged, {p for p in touched if p in self.pair_count}
 
 
-class _ScoreRanking:
+class _BoundedRanking:
+    """What both rankings share: per-symbol reference frequencies with headroom (see EAGER_DEGREE)."""
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+        self.reference = list(corpus.freq)  # symbol id -> frequency used in heap keys, at most `freq`
+        self.slack = {}  # symbol id -> its headroom denominator, when narrower than SLACK
+
+    def _set_reference(self, symbol, reference):
+        """Set `symbol`'s reference and re-key the pairs whose key depends on it."""
+        raise NotImplementedError
+
+    def _headroom(self, symbol):
+        frequency = self.corpus.freq[symbol]
+        return max(1, frequency - frequency // self.slack.get(symbol, SLACK))
+
+    def _follow(self, symbol, dependents):
+        """After `symbol` lost occurrences: exact if it keys at most EAGER_DEGREE pairs (`dependents`),
+        else a new headroom once it falls below its reference."""
+        frequency = self.corpus.freq[symbol]
+        if dependents <= EAGER_DEGREE:
+            if frequency != self.reference[symbol]:
+                self._set_reference(symbol, frequency)
+        elif frequency < self.reference[symbol]:
+            self._set_reference(symbol, self._headroom(symbol))
+
+    def _narrow(self, contested):
+        """A few inexact keys near the top are cheap to examine again; many, at every step, are not:
+        narrow the headroom of the symbols behind them."""
+        for symbol, number in contested.items():
+            if number > CONTEST_LIMIT:
+                self.slack[symbol] = self.slack.get(symbol, SLACK) * 4
+                self._set_reference(symbol, self._headroom(symbol))
+
+    def _add_symbols(self, merged):
+        self.reference.extend(self.corpus.freq[len(self.reference) :])
+        if self.reference[merged] == 0:
+            self.reference[merged] = self.corpus.freq[merged]
+
+
+class _ScoreRanking(_BoundedRanking):
     """Pairs ranked by the exact score `count / (freq(left) * freq(right))`, in groups that share a factor.
 
     Each pair is *anchored* at one of its parts, the one in more pairs when the pair appears, and sits
@@ -327,14 +367,12 @@ class _ScoreRanking:
     """
 
     def __init__(self, corpus):
-        self.corpus = corpus
+        super().__init__(corpus)
         bits = max(corpus.total, 2).bit_length()
         # Fractions with denominators below 2**bits (count / freq) or 2**(2*bits) (scores) that differ,
         # differ by more than the key resolution: the order is exact and ties are true ties.
         self.inner_shift = 2 * bits + 2
         self.shift = 4 * bits + 2
-        self.reference = list(corpus.freq)
-        self.slack = {}  # symbol id -> its headroom denominator, when narrower than SLACK
         self.anchor = {}  # pair -> 0 (left part) or 1 (right part)
         self.as_other = {}  # symbol id -> pairs it is the non-anchor part of
         self._rebuild()
@@ -424,12 +462,7 @@ class _ScoreRanking:
                 best = self._best_in_group(key, best, contested)
         for entry in held:
             heapq.heappush(heap, entry)
-        # A few inexact keys near the top are cheap to examine again; many, at every step, are not:
-        # narrow the headroom of the symbols behind them.
-        for symbol, number in contested.items():
-            if number > CONTEST_LIMIT:
-                self.slack[symbol] = self.slack.get(symbol, SLACK) * 4
-                self._set_reference(symbol, self._headroom(symbol))
+        self._narrow(contested)
         return None if best is None else best[3]
 
     def _best_in_group(self, key, best, contested):
@@ -457,10 +490,6 @@ class _ScoreRanking:
         for entry in held:
             heapq.heappush(group, entry)
         return best
-
-    def _headroom(self, symbol):
-        frequency = self.corpus.freq[symbol]
-        return max(1, frequency - frequency // self.slack.get(symbol, SLACK))
 
     def _set_reference(self, symbol, reference):
         """Re-key the pairs whose key depends on `symbol`'s reference: those it is the other part of."""
@@ -495,36 +524,26 @@ class _ScoreRanking:
         self.entries += 2
 
     def update(self, touched, decreased, merged):
-        corpus = self.corpus
-        self.reference.extend(corpus.freq[len(self.reference) :])
-        if self.reference[merged] == 0:
-            self.reference[merged] = corpus.freq[merged]
+        self._add_symbols(merged)
         for pair in touched:
             self._raise(pair)
         for symbol in decreased:
-            frequency = corpus.freq[symbol]
-            if len(self.as_other.get(symbol, ())) <= EAGER_DEGREE:
-                if frequency != self.reference[symbol]:
-                    self._set_reference(symbol, frequency)
-            elif frequency < self.reference[symbol]:
-                self._set_reference(symbol, self._headroom(symbol))
+            self._follow(symbol, len(self.as_other.get(symbol, ())))
             # Its two groups rose by a common factor.
             for side in (0, 1):
                 top = self._group_top((side, symbol))
                 if top is not None:
                     heapq.heappush(self.heap, self._global_entry(top, self.reference))
                     self.entries += 1
-        if self.entries > 8 * len(corpus.pair_count) + 100_000:
+        if self.entries > 8 * len(self.corpus.pair_count) + 100_000:
             self._rebuild()
 
 
-class _LikelihoodRanking:
+class _LikelihoodRanking(_BoundedRanking):
     """Pairs ranked by likelihood gain, with bounded keys (see EAGER_DEGREE)."""
 
     def __init__(self, corpus):
-        self.corpus = corpus
-        self.reference = list(corpus.freq)  # symbol id -> frequency used in heap keys, at most `freq`
-        self.slack = {}  # symbol id -> its headroom denominator, when narrower than SLACK
+        super().__init__(corpus)
         self.merged_texts = {}  # pair -> the text its merge would make
         self._rebuild()
 
@@ -605,19 +624,10 @@ class _LikelihoodRanking:
         for entry in held:
             if entry[3] != best[3]:
                 heapq.heappush(heap, entry)
-        # A few inexact keys near the top are cheap to examine again; many, at every step, are not:
-        # narrow the headroom of the symbols behind them.
-        for part, number in contested.items():
-            if number > CONTEST_LIMIT:
-                self.slack[part] = self.slack.get(part, SLACK) * 4
-                self._set_reference(part, self._headroom(part))
+        self._narrow(contested)
         if best is None or best[0] >= 0:
             return None
         return best[3]
-
-    def _headroom(self, symbol):
-        frequency = self.corpus.freq[symbol]
-        return max(1, frequency - frequency // self.slack.get(symbol, SLACK))
 
     def _set_reference(self, symbol, reference):
         self.reference[symbol] = reference
@@ -626,21 +636,13 @@ class _LikelihoodRanking:
 
     def update(self, touched, decreased, merged):
         corpus = self.corpus
-        self.reference.extend(corpus.freq[len(self.reference) :])
-        if self.reference[merged] == 0:
-            self.reference[merged] = corpus.freq[merged]
+        self._add_symbols(merged)
         raised = set(touched)
         # A more frequent merged symbol raises the gain of the other pairs that would make it too.
         raised.update(corpus.producers.get(corpus.texts[merged], ()))
         for pair in raised:
             self._push(pair)
         for symbol in decreased:
-            frequency = corpus.freq[symbol]
-            degree = len(corpus.left_pairs.get(symbol, ())) + len(corpus.right_pairs.get(symbol, ()))
-            if degree <= EAGER_DEGREE:
-                if frequency != self.reference[symbol]:
-                    self._set_reference(symbol, frequency)
-            elif frequency < self.reference[symbol]:
-                self._set_reference(symbol, self._headroom(symbol))
+            self._follow(symbol, len(corpus.left_pairs.get(symbol, ())) + len(corpus.right_pairs.get(symbol, ())))
         if len(self.heap) > 8 * len(corpus.pair_count) + 100_000:
             self._rebuild()
