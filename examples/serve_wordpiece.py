@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from tfsubword import WordPieceLayer
-from tfsubword.demo import serve_in_fresh_process
+from tfsubword.demo import compare_served, serve_in_fresh_process
 
 VOCABULARY = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]",
@@ -46,10 +46,7 @@ def main(export_dir):
     print(f"exported to {export_dir}; serving it from a process that imports only tensorflow ...")
     (remote,) = serve_in_fresh_process(export_dir, texts).values()
 
-    for text, here, there in zip(texts, local, remote):
-        print(f"  {text!r:28} in Python {[round(p, 5) for p in here]}  served {[round(p, 5) for p in there]}")
-    same = all(abs(a - b) < 1e-6 for row_a, row_b in zip(local, remote) for a, b in zip(row_a, row_b))
-    print("served predictions match" if same else "served predictions DIFFER")
+    same = compare_served(texts, local, remote)
     return 0 if same else 1
 
 

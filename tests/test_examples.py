@@ -30,3 +30,20 @@ def test_demo_is_the_main_job(tmp_path):
     assert "served token ids match the ids computed in this process" in result.stdout
     assert "keras layers can tokenize text inside the tensorflow graph ." in result.stdout
     assert (tmp_path / "model" / "saved_model.pb").is_file()
+
+
+def test_bert_classifier_example_exports_a_string_signature(tmp_path):
+    export = tmp_path / "classifier"
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "bert_classifier.py"), str(export)], capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "served predictions match" in result.stdout
+    saved_model_cli = pathlib.Path(sys.executable).with_name("saved_model_cli")
+    shown = subprocess.run(
+        [str(saved_model_cli), "show", "--all", "--dir", str(export)], capture_output=True, text=True, timeout=600
+    )
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    serving = shown.stdout[shown.stdout.index("signature_def['serving_default']") :]
+    inputs = serving[serving.index("inputs") : serving.index("outputs")]
+    assert "dtype: DT_STRING" in inputs and "shape: (-1)" in inputs

@@ -6,10 +6,15 @@ merge loop in `tfsubword.train.wordpiece`) can be used without loading TensorFlo
 
 import importlib
 
-__all__ = ["WordPieceLayer", "train_wordpiece"]
+__all__ = ["BertPreprocessor", "SegmentPacker", "WordPieceLayer", "train_wordpiece"]
 __version__ = "0.1.0"
 
-_PUBLIC = {"WordPieceLayer": "tfsubword.wordpiece", "train_wordpiece": "tfsubword.train"}
+_PUBLIC = {
+    "BertPreprocessor": "tfsubword.bert",
+    "SegmentPacker": "tfsubword.packing",
+    "WordPieceLayer": "tfsubword.wordpiece",
+    "train_wordpiece": "tfsubword.train",
+}
 
 
 def __getattr__(name):

@@ -14,8 +14,11 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 _SERVER = """
 import json, sys
+import numpy as np
 import tensorflow as tf
 model = tf.saved_model.load(sys.argv[1])
 outputs = model.signatures[sys.argv[2]](tf.constant(json.load(sys.stdin), tf.string))
@@ -42,6 +45,16 @@ def serve_in_fresh_process(export_dir, texts, signature="serving_default"):
     if result.returncode != 0:
         raise RuntimeError(f"the serving process failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def compare_served(texts, local, served, out=sys.stdout, tolerance=1e-6):
+    """Print each text's predictions here and as served; returns whether they all agree within `tolerance`."""
+    local, served = np.asarray(local, "float64"), np.asarray(served, "float64")
+    for text, here, there in zip(texts, local.tolist(), served.tolist()):
+        print(f"  {text!r:36} here {np.round(here, 5).tolist()}  served {np.round(there, 5).tolist()}", file=out)
+    same = local.shape == served.shape and bool(np.all(np.abs(local - served) < tolerance))
+    print("served predictions match" if same else "served predictions DIFFER", file=out)
+    return same
 
 
 def keras_docstrings(max_bytes=2_000_000):

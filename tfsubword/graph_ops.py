@@ -34,6 +34,14 @@ def decode_utf8(strings):
     return code_points, splits
 
 
+def decode_utf8_with_offsets(strings):
+    """`[n]` strings -> (code points int32, the byte offset where each starts int64, row splits int64)."""
+    splits, code_points, starts = tf.raw_ops.UnicodeDecodeWithOffsets(
+        input=strings, input_encoding="UTF-8", errors="replace", replacement_char=0xFFFD, Tsplits=tf.int64
+    )
+    return code_points, starts, splits
+
+
 def gather_rows(values, row_splits, indices):
     """Rows `indices` of the ragged (`values`, `row_splits`): returns (values, row splits)."""
     (splits,), gathered = tf.raw_ops.RaggedGather(
@@ -42,15 +50,15 @@ def gather_rows(values, row_splits, indices):
     return gathered, splits
 
 
-
 def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
     """Rows of one value each, some replaced by rows of a ragged tensor.
 
     Row i is `[values[i]]`, except where `replaced[i]`: the k-th replaced row becomes row
     `replacement_index[k]` of the ragged (`replacement_values`, `replacement_splits`).
-    Returns (values, row splits) of the `size(values)` rows.
+    Values may have inner dimensions (the same in both). Returns (values, row splits) of the
+    `len(values)` rows.
     """
-    size = tf.size(values, out_type=tf.int64)
+    size = tf.shape(values, out_type=tf.int64)[0]
     replaced_rank = tf.maximum(tf.cumsum(tf.cast(replaced, tf.int64)) - 1, 0)
     # A trailing 0 keeps the gather in range when nothing is replaced.
     replacement_rows = tf.gather(tf.concat([replacement_index, [0]], axis=0), replaced_rank)

@@ -1,8 +1,8 @@
 """`TokenizerLayer`: what every tfsubword tokenizer layer shares.
 
 A subclass supplies only the algorithm: `_build(tokens)` to make its tables from a validated token
-list, `_tokenize_strings(strings)` mapping a 1-D string tensor to a `tf.RaggedTensor` of int32 ids,
-and `_detokenize_tokens(tokens)` mapping a `tf.RaggedTensor` `[n, (tokens)]` of token strings to `[n]`
+list, `_tokenize_strings(strings)` mapping a 1-D string tensor to a `tf.RaggedTensor` of int32 ids
+(and `_tokenize_strings_with_offsets`, the same with byte offsets), and `_detokenize_tokens(tokens)` mapping a `tf.RaggedTensor` `[n, (tokens)]` of token strings to `[n]`
 strings. The shape contract, padding, output dtype, vocabulary accessors, config and asset saving
 live here, once.
 """
@@ -106,18 +106,35 @@ class TokenizerLayer(keras.layers.Layer):
         a ragged input gains one ragged dimension. With `sequence_length`, the token dimension is dense.
         """
         self._require_vocabulary()
-        inputs = _as_string_tensor(inputs)
-        flat, restore = _flatten_strings(inputs)
-        ids = self._tokenize_strings(flat)
+        flat, restore = _flatten_strings(_as_string_tensor(inputs))
+        return restore(self._finish(self._tokenize_strings(flat)))
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, inputs):
+        """Strings -> `(tokens, starts, ends)`: what `tokenize` gives, and where each token comes from.
+
+        `starts` and `ends` (int64, the shape of `tokens`) are byte offsets into the *original* strings:
+        token i covers bytes `[starts[i], ends[i])`, through lowercasing, accent stripping and deleted
+        characters (a token's span runs from its first character's first byte to its last character's
+        last byte, so characters deleted inside a word fall within it). An unknown token spans its whole
+        word. Padding positions (with `sequence_length`) have offsets 0.
+        """
+        self._require_vocabulary()
+        flat, restore = _flatten_strings(_as_string_tensor(inputs))
+        ids, starts, ends = self._tokenize_strings_with_offsets(flat)
+        return restore(self._finish(ids)), restore(self._pad(starts, 0)), restore(self._pad(ends, 0))
+
+    def _finish(self, ids):
+        """Ragged ids -> the output dtype, padded to `sequence_length` if set."""
         if self.compute_dtype == "string":
-            tokens = ids.with_flat_values(tf.gather(self._token_strings, ids.flat_values))
-            padding = self._tokens[self.pad_token_id]
-        else:
-            tokens = tf.cast(ids, self.compute_dtype)
-            padding = self.pad_token_id
-        if self.sequence_length is not None:
-            tokens = tokens.to_tensor(default_value=padding, shape=[None, self.sequence_length])
-        return restore(tokens)
+            return self._pad(ids.with_flat_values(tf.gather(self._token_strings, ids.flat_values)),
+                             self._tokens[self.pad_token_id])
+        return self._pad(tf.cast(ids, self.compute_dtype), self.pad_token_id)
+
+    def _pad(self, ragged, value):
+        if self.sequence_length is None:
+            return ragged
+        return ragged.to_tensor(default_value=value, shape=[None, self.sequence_length])
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, inputs):
@@ -175,6 +192,10 @@ class TokenizerLayer(keras.layers.Layer):
         raise NotImplementedError
 
     def _tokenize_strings(self, strings):
+        raise NotImplementedError
+
+    def _tokenize_strings_with_offsets(self, strings):
+        """`[n]` strings -> ragged (ids, start bytes, end bytes), each `[n, (tokens)]`."""
         raise NotImplementedError
 
     def _detokenize_tokens(self, tokens):

@@ -83,9 +83,19 @@ class BertNormalizer(tf.Module):
         """`[n]` coarse words -> `[n, (words), (code points)]` int32: the normalized words of each.
 
         Invalid UTF-8 is decoded as U+FFFD, one per maximal invalid subsequence, which cleaning then
-        deletes. A coarse word made only of deleted characters gives no words.
+        deletes. A coarse word made only of deleted characters gives no words. Whole texts work too
+        (their ASCII whitespace separates words): `coarse_split` only makes the common case cheaper.
         """
         code_points, splits = ops.decode_utf8(words)
+        return self.normalize_code_points(code_points, splits)[0]
+
+    @tf.autograph.experimental.do_not_convert
+    def normalize_code_points(self, code_points, splits):
+        """Texts given as code points (int32) and row splits -> (`[n, (words), (code points)]`, sources).
+
+        `sources` (int64, one per output code point) is the index, in `code_points`, of the character each
+        output code point comes from: the way back to offsets in the original text.
+        """
         rows = ops.row_ids(splits, tf.size(code_points))
         entries = self._entries.lookup(code_points)
         known = entries >= 0
@@ -99,7 +109,8 @@ class BertNormalizer(tf.Module):
         flat_matrix = tf.reshape(matrix, [-1])
         positions = ops.indices_where(flat_matrix >= 0)
         elements = tf.gather(flat_matrix, positions)
-        element_rows = tf.gather(rows, positions // width)
+        sources = positions // width
+        element_rows = tf.gather(rows, sources)
 
         if self.lowercase:
             elements = tf.cond(
@@ -107,19 +118,16 @@ class BertNormalizer(tf.Module):
                 lambda: self._apply_final_sigma(code_points, rows, matrix[:, 0] >= 0, positions, width, elements),
                 lambda: elements,
             )
-        kinds = _kinds(elements)
         if self.strip_accents:
             combining = _combining_classes(elements)
-            elements, element_rows = tf.cond(
-                tf.reduce_any((combining > 0) & (kinds != ud.DROP)),
-                lambda: _canonical_order(elements, element_rows, combining),
-                lambda: (elements, element_rows),
+            order = tf.cond(
+                tf.reduce_any((combining > 0) & (_kinds(elements) != ud.DROP)),
+                lambda: _canonical_order(element_rows, combining),
+                lambda: tf.range(tf.size(elements, out_type=tf.int64)),
             )
-            kept = ops.indices_where(_kinds(elements) != ud.DROP)
-            elements, element_rows = tf.gather(elements, kept), tf.gather(element_rows, kept)
-            kinds = _kinds(elements)
-        code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
-        return _group_words(code_points, kinds, element_rows, tf.size(words, out_type=tf.int64))
+            kept = tf.gather(order, ops.indices_where(tf.gather(_kinds(elements), order) != ud.DROP))
+            elements, element_rows, sources = (tf.gather(t, kept) for t in (elements, element_rows, sources))
+        return _group_words(elements, element_rows, sources, tf.size(splits, out_type=tf.int64) - 1)
 
     @tf.autograph.experimental.do_not_convert
     def words(self, text):
@@ -183,8 +191,8 @@ def _in_cjk_ranges(code_points):
     return inside
 
 
-def _canonical_order(elements, element_rows, combining):
-    """NFD's canonical reordering: stable sort of each run of marks by combining class.
+def _canonical_order(element_rows, combining):
+    """NFD's canonical reordering, as a permutation: stable sort of each run of marks by combining class.
 
     A run starts at every starter (class 0, including marks about to be dropped) and at every coarse
     word boundary.
@@ -192,26 +200,28 @@ def _canonical_order(elements, element_rows, combining):
     previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
     run_starts = (combining == 0) | (element_rows != previous_rows)
     runs = tf.cumsum(tf.cast(run_starts, tf.int64))
-    order = tf.argsort(runs * 256 + tf.cast(combining, tf.int64), stable=True)
-    return tf.gather(elements, order), tf.gather(element_rows, order)
+    return tf.cast(tf.argsort(runs * 256 + tf.cast(combining, tf.int64), stable=True), tf.int64)
 
 
-def _group_words(code_points, kinds, element_rows, n_rows):
+def _group_words(elements, element_rows, sources, n_rows):
     """Group normalized elements into words: separators split and vanish, `OWN` elements stand alone.
 
-    Returns `[n_rows, (words), (code points)]`.
+    Returns `[n_rows, (words), (code points)]` and the sources of its code points.
     """
+    kinds = _kinds(elements)
     previous_kinds = tf.concat([[ud.SPACE], kinds[:-1]], axis=0)
     previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
     starts = (element_rows != previous_rows) | (kinds == ud.OWN) | (previous_kinds == ud.OWN) | (
         previous_kinds == ud.SPACE
     )
     in_word = ops.indices_where(kinds != ud.SPACE)
-    code_points, element_rows, starts = (tf.gather(t, in_word) for t in (code_points, element_rows, starts))
+    elements, element_rows, starts, sources = (tf.gather(t, in_word) for t in (elements, element_rows, starts, sources))
+    code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
     word_starts = ops.indices_where(starts)
     word_splits = tf.concat([word_starts, tf.shape(code_points, out_type=tf.int64)], axis=0)
     row_splits = ops.splits_from_row_ids(tf.gather(element_rows, word_starts), n_rows)
-    return tf.RaggedTensor.from_nested_row_splits(code_points, (row_splits, word_splits), validate=False)
+    words = tf.RaggedTensor.from_nested_row_splits(code_points, (row_splits, word_splits), validate=False)
+    return words, sources
 
 
 @functools.lru_cache(maxsize=None)

@@ -131,24 +131,54 @@ class WordPieceLayer(TokenizerLayer):
         )
         return tf.RaggedTensor.from_row_splits(values, tf.gather(splits, line_splits), validate=False)
 
-    def _segment(self, code_points, splits):
+    def _tokenize_strings_with_offsets(self, strings):
+        # The whole texts go through normalization, which also tells where each character came from.
+        code_points, byte_starts, splits = ops.decode_utf8_with_offsets(strings)
+        words, sources = self._normalizer.normalize_code_points(code_points, splits)
+        word_splits, char_splits = words.nested_row_splits
+        pieces, piece_splits = self._segment(words.flat_values, char_splits, spans=True)
+        ids, first_char, end_char = tf.unstack(pieces, num=3, axis=1)
+        # A character ends where the next one starts, or where its text ends.
+        text_of_char = ops.row_ids(splits, tf.size(code_points))
+        last_of_text = tf.range(tf.size(code_points, out_type=tf.int64)) == tf.gather(splits[1:] - 1, text_of_char)
+        text_lengths = tf.cast(tf.strings.length(strings), tf.int64)
+        byte_ends = tf.where(
+            last_of_text, tf.gather(text_lengths, text_of_char), tf.concat([byte_starts[1:], [0]], axis=0)
+        )
+        starts = tf.gather(byte_starts, tf.gather(sources, first_char))
+        ends = tf.gather(byte_ends, tf.gather(sources, end_char - 1))
+        text_splits = tf.gather(piece_splits, word_splits)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values, text_splits, validate=False) for values in (ids, starts, ends)
+        )
+
+    def _segment(self, code_points, splits, spans=False):
         """WordPiece ids of normalized words given as code points and row splits.
 
         Words that are vocabulary tokens are looked up whole; the rest go through the greedy
-        longest-match-first walk. Returns the ids and their row splits (one row per word).
+        longest-match-first walk. Returns the ids and their row splits (one row per word); with
+        `spans`, `[pieces, 3]` rows of (id, first character, end character) in `code_points` instead.
         """
         words = tf.RaggedTensor.from_row_splits(code_points, splits, validate=False)
         whole_ids = self._whole_words.lookup(tf.strings.unicode_encode(words, "UTF-8"))
         missed = whole_ids < 0
         misses = ops.indices_where(missed)
         missed_values, missed_splits = ops.gather_rows(code_points, splits, misses)
-        piece_ids, piece_splits = self._match_pieces(missed_values, missed_splits)
-        return ops.substitute_rows(whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), piece_ids, piece_splits)
+        pieces, piece_splits = self._match_pieces(missed_values, missed_splits, spans)
+        if spans:
+            # Pieces of the missed words were placed relative to the gathered words: move them back.
+            shift = tf.gather(splits, misses) - missed_splits[:-1]
+            shift = tf.cast(tf.gather(shift, ops.row_ids(piece_splits, tf.shape(pieces)[0])), tf.int32)
+            pieces = pieces + tf.stack([tf.zeros_like(shift), shift, shift], axis=1)
+            bounds = tf.cast(splits, tf.int32)
+            whole_ids = tf.stack([whole_ids, bounds[:-1], bounds[1:]], axis=1)
+        return ops.substitute_rows(whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), pieces, piece_splits)
 
-    def _match_pieces(self, code_points, splits):
+    def _match_pieces(self, code_points, splits, spans=False):
         """Greedy longest-match-first WordPiece of words given as code points and row splits.
 
-        Returns the ids of the pieces and their row splits (one row per word).
+        Returns the ids of the pieces and their row splits (one row per word); with `spans`, rows of
+        (id, first character, end character) instead of ids. An unknown word's span is the word.
         """
         size = tf.size(code_points)
         rows = ops.row_ids(splits, size)
@@ -167,6 +197,9 @@ class WordPieceLayer(TokenizerLayer):
         failed = tf.gather(failed_words, rows) > 0
         kept = ops.indices_where(tf.where(failed, first, on_path))
         ids = tf.gather(tf.where(failed, self._unknown_id, ids), kept)
+        if spans:
+            piece_ends = tf.gather(tf.where(failed, limits, ends), kept)
+            ids = tf.stack([ids, tf.cast(kept, tf.int32), piece_ends], axis=1)
         return ids, ops.splits_from_row_ids(tf.gather(rows, kept), tf.cast(n_words, tf.int64))
 
     def _detokenize_tokens(self, tokens):
