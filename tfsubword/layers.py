@@ -28,6 +28,8 @@ class TokenizerLayer(keras.layers.Layer):
         dtype: an integer dtype for ids, or `"string"` for the tokens themselves. Defaults to "int32".
     """
 
+    _pad_token = "[PAD]"  # padding uses its id (0 without it)
+
     def __init__(self, vocabulary=None, *, sequence_length=None, dtype="int32", **kwargs):
         if dtype != "string" and not _is_integer_dtype(dtype):
             raise ValueError(f"`dtype` must be an integer type or 'string'. Received: dtype={dtype!r}.")
@@ -51,13 +53,12 @@ class TokenizerLayer(keras.layers.Layer):
 
     def set_vocabulary(self, vocabulary):
         """Replace the vocabulary (a list of tokens or a file path) and rebuild the tables."""
-        tokens = vocab_lib.as_token_list(vocabulary)
-        self._validate_vocabulary(tokens)
+        tokens = self._load_vocabulary(vocabulary)
         self._token_ids = {token: index for index, token in enumerate(tokens)}
         self._tokens = tokens
         with tf.init_scope():
             self._token_strings = tf.constant(tokens, dtype=tf.string)
-        self.pad_token_id = self._token_ids.get("[PAD]", 0)
+        self.pad_token_id = self._token_ids.get(self._pad_token, 0)
         self._build(tokens)
 
     def get_vocabulary(self):
@@ -86,6 +87,12 @@ class TokenizerLayer(keras.layers.Layer):
                 "`set_vocabulary()` first."
             )
         return self._tokens
+
+    def _load_vocabulary(self, vocabulary):
+        """The validated token list of `vocabulary`, as `set_vocabulary` received it."""
+        tokens = vocab_lib.as_token_list(vocabulary)
+        self._validate_vocabulary(tokens)
+        return tokens
 
     def _validate_vocabulary(self, tokens):
         """Subclasses check their own requirements here (such as an unknown token), raising ValueError."""

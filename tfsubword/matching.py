@@ -75,6 +75,36 @@ class Trie(tf.Module):
             starts at each position, or -1 and -1 where none does.
         """
         size = tf.size(code_points)
+
+        def record(origin, best_end, best_value, child, accepted, moved):
+            stopped = ops.indices_where(~moved)
+            return tf.gather(tf.stack([origin, best_end, best_value], axis=1), stopped)
+
+        origin, end, value = tf.unstack(self._walk(code_points, start_nodes, limits, record), num=3, axis=1)
+        unmatched = -tf.ones([size], tf.int32)
+        indices = origin[:, None]
+        return tf.tensor_scatter_nd_update(unmatched, indices, end), tf.tensor_scatter_nd_update(
+            unmatched, indices, value
+        )
+
+    def all_matches(self, code_points, start_nodes, limits):
+        """Every key starting at every position: int32 `(origins, ends, values)`, one entry per match.
+
+        Arguments as for `longest_matches`. Matches come grouped by length, shortest first.
+        """
+
+        def record(origin, best_end, best_value, child, accepted, moved):
+            return tf.gather(tf.stack([origin, best_end, best_value], axis=1), ops.indices_where(accepted))
+
+        return tuple(tf.unstack(self._walk(code_points, start_nodes, limits, record), num=3, axis=1))
+
+    def _walk(self, code_points, start_nodes, limits, record):
+        """Walk the trie from every position with a start node, one character per loop iteration.
+
+        `record(origin, best_end, best_value, child, accepted, moved)` picks, at each step, the
+        `[k, 3]` int32 rows to keep; all the rows kept are returned, concatenated.
+        """
+        size = tf.size(code_points)
         origins = tf.cast(ops.indices_where(start_nodes >= 0), tf.int32)
         none = -tf.ones_like(origins)
         # One row per walk: origin, node, next position, limit, best end, best value.
@@ -82,10 +112,10 @@ class Trie(tf.Module):
             [origins, tf.gather(start_nodes, origins), origins, tf.gather(limits, origins), none, none], axis=1
         )
         # Seeded with an empty block: concatenating a TensorArray with no elements fails.
-        finished = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None, 3])
-        finished = finished.write(0, tf.zeros([0, 3], tf.int32))
+        kept = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None, 3])
+        kept = kept.write(0, tf.zeros([0, 3], tf.int32))
 
-        def step(walks, finished):
+        def step(walks, kept):
             origin, node, position, limit, best_end, best_value = tf.unstack(walks, num=6, axis=1)
             char = tf.gather(code_points, tf.minimum(position, size - 1))
             key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
@@ -96,25 +126,17 @@ class Trie(tf.Module):
             position += 1
             best_end = tf.where(accepted, position, best_end)
             best_value = tf.where(accepted, value, best_value)
-            stopped = ops.indices_where(~moved)
-            finished = finished.write(
-                finished.size(), tf.gather(tf.stack([origin, best_end, best_value], axis=1), stopped)
-            )
+            kept = kept.write(kept.size(), record(origin, best_end, best_value, child, accepted, moved))
             walks = tf.stack([origin, child, position, limit, best_end, best_value], axis=1)
-            return tf.gather(walks, ops.indices_where(moved)), finished
+            return tf.gather(walks, ops.indices_where(moved)), kept
 
-        _, finished = tf.while_loop(
-            lambda walks, finished: tf.shape(walks)[0] > 0,
+        _, kept = tf.while_loop(
+            lambda walks, kept: tf.shape(walks)[0] > 0,
             step,
-            (walks, finished),
+            (walks, kept),
             shape_invariants=(tf.TensorShape([None, 6]), None),
         )
-        origin, end, value = tf.unstack(finished.concat(), num=3, axis=1)
-        unmatched = -tf.ones([size], tf.int32)
-        indices = origin[:, None]
-        return tf.tensor_scatter_nd_update(unmatched, indices, end), tf.tensor_scatter_nd_update(
-            unmatched, indices, value
-        )
+        return kept.concat()
 
 
 def greedy_path(jumps, starts, max_steps):
@@ -124,7 +146,8 @@ def greedy_path(jumps, starts, max_steps):
         jumps: int32 `[n]`, each position's successor: a later position, or `n` ("stop here") or
             `n + 1` ("fail here"); both end the path.
         starts: bool `[n]`, where paths begin.
-        max_steps: Python int, an upper bound on the positions in one path.
+        max_steps: an upper bound on the positions in one path: a Python int (the doubling rounds
+            are unrolled) or a scalar tensor (they run in a loop).
 
     Returns:
         bool `[n]`: whether each position lies on a path.
@@ -132,9 +155,21 @@ def greedy_path(jumps, starts, max_steps):
     size = tf.size(jumps)
     jumps = tf.concat([jumps, [size, size + 1]], axis=0)
     visited = tf.concat([starts, [False, False]], axis=0)
+
     # After round r, `visited` holds the first 2**r positions of every path and `jumps` leaps 2**r steps.
-    for _ in range(max(max_steps - 1, 0).bit_length()):
+    def double(visited, jumps):
         targets = tf.gather(jumps, ops.indices_where(visited))
         visited = tf.tensor_scatter_nd_update(visited, targets[:, None], tf.ones_like(targets, dtype=tf.bool))
-        jumps = tf.gather(jumps, jumps)
+        return visited, tf.gather(jumps, jumps)
+
+    if isinstance(max_steps, int):
+        for _ in range(max(max_steps - 1, 0).bit_length()):
+            visited, jumps = double(visited, jumps)
+    else:
+        max_steps = tf.cast(max_steps, tf.int64)
+        _, visited, jumps = tf.while_loop(
+            lambda reach, visited, jumps: reach < max_steps,
+            lambda reach, visited, jumps: (reach * 2, *double(visited, jumps)),
+            (tf.constant(1, tf.int64), visited, jumps),
+        )
     return visited[:-2]

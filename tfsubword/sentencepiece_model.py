@@ -1,0 +1,278 @@
+"""SentencePiece `.model` files, read and written without the `sentencepiece` package. No TensorFlow.
+
+A `.model` file is a serialized `ModelProto` (protocol buffers, proto2): the pieces with their scores
+and types, the trainer's settings and the normalizer's. This module decodes the few fields a tokenizer
+needs straight from the wire format, and decodes the normalizer's precompiled character map (a
+Darts-clone double-array trie over UTF-8 bytes, followed by the replacement strings) into a plain
+`{source: replacement}` dict.
+"""
+
+import dataclasses
+import os
+import struct
+
+import numpy as np
+
+# ModelProto.SentencePiece.Type
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+_TYPES = {NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE}
+# TrainerSpec.ModelType
+MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
+
+
+@dataclasses.dataclass
+class Normalizer:
+    """`NormalizerSpec`: a name, the character map (`{source: replacement}`) and three switches."""
+
+    name: str = "identity"
+    charsmap: dict = dataclasses.field(default_factory=dict)
+    add_dummy_prefix: bool = True
+    remove_extra_whitespaces: bool = True
+    escape_whitespaces: bool = True
+    precompiled_charsmap: bytes = b""
+
+
+@dataclasses.dataclass
+class Model:
+    """What a tokenizer needs from a `ModelProto`. `pieces` holds `(piece, score, type)` triples."""
+
+    pieces: list
+    normalizer: Normalizer
+    model_type: str = "unigram"
+    treat_whitespace_as_suffix: bool = False
+    byte_fallback: bool = False
+    serialized: bytes = b""
+
+
+def load(source):
+    """A `Model` from the path or the bytes of a `.model` file. Raises `ValueError` if it is not one."""
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+    else:
+        if not os.path.isfile(source):
+            raise ValueError(f"SentencePiece model file not found: {os.fspath(source)!r}.")
+        with open(source, "rb") as file:
+            data = file.read()
+    try:
+        return _decode_model(data)
+    except (ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
+        raise ValueError(f"Not a valid SentencePiece model: {error}") from None
+
+
+def serialize(pieces, normalizer, model_type="unigram"):
+    """The bytes of a `.model` file holding `pieces` (`(piece, score, type)`) and `normalizer`.
+
+    Only the fields a tokenizer reads are written; `sentencepiece.SentencePieceProcessor` loads it.
+    """
+    message = bytearray()
+    for piece, score, kind in pieces:
+        body = _field_bytes(1, piece.encode("utf-8")) + _field_float(2, score) + _field_varint(3, kind)
+        message += _field_bytes(1, body)
+    type_number = {name: number for number, name in MODEL_TYPES.items()}[model_type]
+    trainer = _field_varint(3, type_number) + _field_varint(4, len(pieces))
+    unknown = [index for index, (_, _, kind) in enumerate(pieces) if kind == UNKNOWN]
+    controls = {piece: index for index, (piece, _, kind) in enumerate(pieces) if kind == CONTROL}
+    trainer += _field_varint(40, unknown[0] if unknown else 0)
+    trainer += _field_varint(41, controls.get("<s>", -1)) + _field_varint(42, controls.get("</s>", -1))
+    trainer += _field_varint(43, controls.get("<pad>", -1))
+    message += _field_bytes(2, trainer)
+    spec = _field_bytes(1, normalizer.name.encode("utf-8"))
+    if normalizer.precompiled_charsmap:
+        spec += _field_bytes(2, normalizer.precompiled_charsmap)
+    spec += _field_varint(3, int(normalizer.add_dummy_prefix))
+    spec += _field_varint(4, int(normalizer.remove_extra_whitespaces))
+    spec += _field_varint(5, int(normalizer.escape_whitespaces))
+    message += _field_bytes(3, spec)
+    return bytes(message)
+
+
+# Decoding.
+
+
+def _decode_model(data):
+    if not data:
+        raise ValueError("the file is empty")
+    pieces, normalizer, trainer = [], None, {}
+    for number, value in _fields(data):
+        if number == 1:
+            pieces.append(_decode_piece(value))
+        elif number == 2:
+            trainer = {n: v for n, v in _fields(value)}
+        elif number == 3:
+            normalizer = _decode_normalizer(value)
+    if not pieces:
+        raise ValueError("it holds no pieces")
+    model_type = MODEL_TYPES.get(trainer.get(3, 1))
+    if model_type is None:
+        raise ValueError(f"unknown model type {trainer.get(3)}")
+    return Model(
+        pieces=pieces,
+        normalizer=normalizer or Normalizer(),
+        model_type=model_type,
+        treat_whitespace_as_suffix=bool(trainer.get(24, 0)),
+        byte_fallback=bool(trainer.get(35, 0)),
+        serialized=data,
+    )
+
+
+def _decode_piece(data):
+    piece, score, kind = None, 0.0, NORMAL
+    for number, value in _fields(data):
+        if number == 1:
+            piece = value.decode("utf-8")
+        elif number == 2:
+            score = value
+        elif number == 3:
+            kind = value
+    if not piece:
+        raise ValueError("a piece is empty")
+    if kind not in _TYPES:
+        raise ValueError(f"piece {piece!r} has an unknown type {kind}")
+    return piece, score, kind
+
+
+def _decode_normalizer(data):
+    fields = dict(_fields(data))
+    charsmap_blob = fields.get(2, b"")
+    return Normalizer(
+        name=fields.get(1, b"").decode("utf-8"),
+        charsmap=decode_charsmap(charsmap_blob) if charsmap_blob else {},
+        add_dummy_prefix=bool(fields.get(3, 1)),
+        remove_extra_whitespaces=bool(fields.get(4, 1)),
+        escape_whitespaces=bool(fields.get(5, 1)),
+        precompiled_charsmap=charsmap_blob,
+    )
+
+
+def _fields(data):
+    """Yield (field number, value) of a message: ints for varints, bytes for length-delimited
+    fields, floats for 32-bit fields (the only 32-bit fields read here are floats)."""
+    position, size = 0, len(data)
+    while position < size:
+        key, position = _varint(data, position)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, position = _varint(data, position)
+        elif wire == 1:
+            if position + 8 > size:
+                raise ValueError("truncated 64-bit field")
+            value, position = data[position : position + 8], position + 8
+        elif wire == 2:
+            length, position = _varint(data, position)
+            if position + length > size:
+                raise ValueError("truncated length-delimited field")
+            value, position = data[position : position + length], position + length
+        elif wire == 5:
+            if position + 4 > size:
+                raise ValueError("truncated 32-bit field")
+            (value,) = struct.unpack("<f", data[position : position + 4])
+            position += 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        yield number, value
+
+
+def _varint(data, position):
+    result, shift = 0, 0
+    while True:
+        if position >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    if result >= 1 << 63:  # negative int32/int64 values are written as 64-bit two's complement
+        result -= 1 << 64
+    return result, position
+
+
+def decode_charsmap(blob):
+    """The `{source: replacement}` rules of a precompiled character map.
+
+    Layout: a little-endian uint32 trie size, the Darts-clone double array (uint32 units), then the
+    replacement strings, each ending with NUL; a key's value is the offset of its replacement.
+    """
+    if len(blob) <= 4:
+        raise ValueError("the character map is truncated")
+    (trie_size,) = struct.unpack("<I", blob[:4])
+    if trie_size > len(blob) - 4 or trie_size % 4:
+        raise ValueError("the character map's trie size is invalid")
+    units = np.frombuffer(blob[4 : 4 + trie_size], dtype="<u4").astype(np.int64)
+    strings = blob[4 + trie_size :]
+    rules = {}
+    for key, offset in _darts_keys(units):
+        end = strings.find(b"\0", offset)
+        if offset >= len(strings) or end < 0:
+            raise ValueError("a character map value points outside its strings")
+        rules[key.decode("utf-8")] = strings[offset:end].decode("utf-8")
+    return rules
+
+
+def _darts_keys(units):
+    """Every (key bytes, value) of a Darts-clone double array, breadth first over all 255 labels."""
+
+    def offset(unit):
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+    def label(unit):
+        return unit & ((1 << 31) | 0xFF)
+
+    size = len(units)
+    labels = np.arange(1, 256, dtype=np.int64)
+    positions = np.array([offset(units[0])], np.int64)  # the root is unit 0; its children hang off its offset
+    prefixes = np.zeros((1, 0), np.uint8)
+    keys = []
+    while len(positions):
+        if prefixes.shape[1] > 1024:
+            raise ValueError("the character map's trie is too deep")
+        next_positions, next_prefixes = [], []
+        for block in range(0, len(positions), 4096):  # bounded memory: 4096 nodes x 255 labels at a time
+            children = positions[block : block + 4096, None] ^ labels[None, :]
+            inside = children < size
+            child_units = np.where(inside, units[np.minimum(children, size - 1)], -1)
+            parents, columns = np.nonzero(inside & (label(child_units) == labels[None, :]))
+            child_units = child_units[parents, columns]
+            moved = children[parents, columns] ^ offset(child_units)
+            grown = np.concatenate([prefixes[block + parents], labels[columns, None].astype(np.uint8)], axis=1)
+            for index in np.nonzero((child_units >> 8) & 1)[0]:
+                keys.append((grown[index].tobytes(), int(units[moved[index]] & ((1 << 31) - 1))))
+            next_positions.append(moved)
+            next_prefixes.append(grown)
+        positions = np.concatenate(next_positions)
+        prefixes = np.concatenate(next_prefixes)
+    return keys
+
+
+# Encoding.
+
+
+def _varint_bytes(value):
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field_varint(number, value):
+    return _varint_bytes(number << 3) + _varint_bytes(value)
+
+
+def _field_bytes(number, value):
+    return _varint_bytes(number << 3 | 2) + _varint_bytes(len(value)) + value
+
+
+def _field_float(number, value):
+    return _varint_bytes(number << 3 | 5) + struct.pack("<f", value)

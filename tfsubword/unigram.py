@@ -1,0 +1,520 @@
+"""`UnigramLayer`: SentencePiece's unigram tokenizer (normalizer + Viterbi) in the graph, core ops only."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+from tfsubword import matching
+from tfsubword import sentencepiece_model as spm_model
+from tfsubword.layers import TokenizerLayer
+
+SPACE_SYMBOL = "\u2581"
+_SPACE, _ESCAPED_SPACE, _REPLACEMENT = 0x20, 0x2581, 0xFFFD
+_MODEL_ASSET = "sentencepiece.model"
+_UNK_PENALTY = np.float32(10.0)
+_FLT_MIN, _FLT_MAX = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+
+
+class SentencePieceNormalizer(tf.Module):
+    """SentencePiece's `Normalizer` in the graph: strings -> normalized code points, one row per string.
+
+    At each position, the longest user-defined symbol is copied as it is; otherwise the longest rule of
+    the precompiled character map is replaced by its target; otherwise one character is copied. Invalid
+    UTF-8 gives one U+FFFD per invalid byte. Then, as configured: spaces at the start of the text and
+    after a space are removed (only those at the start of a rule's output, as SentencePiece does), a
+    space is added in front (`add_dummy_prefix`), spaces become U+2581 and trailing ones are removed.
+    """
+
+    def __init__(self, spec, user_defined=(), name=None):
+        super().__init__(name=name)
+        self.spec = spec
+        rules = list(spec.charsmap.items())
+        self._rules = matching.Trie([source for source, _ in rules], range(len(rules))) if rules else None
+        self._user_defined = matching.Trie(list(user_defined), range(len(user_defined))) if user_defined else None
+        with tf.init_scope():
+            targets = [[ord(c) for c in target] for _, target in rules]
+            self._target_values = tf.constant([c for t in targets for c in t], tf.int32, shape=[sum(map(len, targets))])
+            self._target_splits = tf.constant(np.cumsum([0] + [len(t) for t in targets]), tf.int64)
+        self.space = _ESCAPED_SPACE if spec.escape_whitespaces else _SPACE
+
+    def normalize(self, strings):
+        """`[n]` strings -> (code points int32, row splits int64) of the normalized strings."""
+        code_points, starts, splits = ops.decode_utf8_with_offsets(strings)
+        code_points, splits = _one_replacement_per_invalid_byte(strings, code_points, starts, splits)
+        values, value_splits, chunks = self._rewrite(code_points, splits)
+        line_splits = tf.gather(value_splits, splits)
+        spec = self.spec
+        if spec.remove_extra_whitespaces:
+            values, line_splits = _drop_extra_spaces(values, line_splits, chunks)
+        if spec.escape_whitespaces:
+            values = tf.where(values == _SPACE, _ESCAPED_SPACE, values)
+        if spec.add_dummy_prefix:
+            values, line_splits = _prepend(values, line_splits, self.space, tf.strings.length(strings) > 0)
+        if spec.remove_extra_whitespaces:
+            values, line_splits = _strip_trailing(values, line_splits, self.space)
+        return values, line_splits
+
+    def _rewrite(self, code_points, splits):
+        """Apply the user-defined symbols and the character map: (values, splits per input character,
+        and the chunk - the rewriting step - each value comes from)."""
+        size = tf.size(code_points)
+        positions = tf.range(size)
+        if self._rules is None and self._user_defined is None:
+            return code_points, tf.range(tf.cast(size, tf.int64) + 1), positions
+        rows = ops.row_ids(splits, size)
+        limits = tf.cast(tf.gather(splits[1:], rows), tf.int32)
+        line_first = positions == tf.cast(tf.gather(splits[:-1], rows), tf.int32)
+        roots = tf.zeros_like(code_points)
+        none = -tf.ones_like(code_points)
+        user_end = self._user_defined.longest_matches(code_points, roots, limits)[0] if self._user_defined else none
+        rule_end, rule = self._rules.longest_matches(code_points, roots, limits) if self._rules else (none, none)
+        user = user_end >= 0
+        ruled = ~user & (rule_end >= 0)
+        ends = tf.where(user, user_end, tf.where(ruled, rule_end, positions + 1))
+        jumps = tf.where(ends >= limits, size, ends)
+        longest_line = tf.reduce_max(tf.concat([[0], splits[1:] - splits[:-1]], axis=0))
+        on_path = matching.greedy_path(jumps, line_first, longest_line)
+        # The characters of a user-defined symbol on the path are copied as they are.
+        user_starts = ops.indices_where(on_path & user)
+        marks = tf.scatter_nd(
+            tf.concat([user_starts, tf.cast(tf.gather(ends, user_starts), tf.int64)], axis=0)[:, None],
+            tf.concat([tf.ones_like(user_starts), -tf.ones_like(user_starts)], axis=0),
+            tf.cast(size, tf.int64)[None] + 1,
+        )
+        inside_user = tf.cumsum(marks)[:-1] > 0
+        replaced = on_path & ruled
+        copied = (on_path & ~ruled) | inside_user
+        # Row r of the table: the targets of the rules, then each character alone, then an empty row.
+        n_targets = tf.size(self._target_splits, out_type=tf.int32) - 1
+        table_values = tf.concat([self._target_values, code_points], axis=0)
+        last = self._target_splits[-1]
+        table_splits = tf.concat(
+            [self._target_splits, last + tf.range(1, tf.cast(size, tf.int64) + 1), [last + tf.cast(size, tf.int64)]], axis=0
+        )
+        row = tf.where(replaced, rule, tf.where(copied, n_targets + positions, n_targets + size))
+        values, value_splits = ops.gather_rows(table_values, table_splits, row)
+        chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
+        chunks = tf.gather(chunk_of_position, ops.row_ids(value_splits, tf.size(values)))
+        return values, value_splits, chunks
+
+
+def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
+    """TensorFlow reads a truncated sequence as one U+FFFD; SentencePiece reads one per byte."""
+    size = tf.size(code_points, out_type=tf.int64)
+    rows = ops.row_ids(splits, size)
+    lengths = tf.cast(tf.strings.length(strings), tf.int64)
+    next_starts = tf.concat([starts[1:], [0]], axis=0)
+    last = tf.range(size) == tf.gather(splits[1:], rows) - 1
+    byte_lengths = tf.where(last, tf.gather(lengths, rows), next_starts) - starts
+    suspects = ops.indices_where((code_points == _REPLACEMENT) & (byte_lengths != 3))
+    genuine_three = ops.indices_where((code_points == _REPLACEMENT) & (byte_lengths == 3))
+    # A three-byte error (a truncated four-byte sequence) is not the character U+FFFD itself.
+    three_starts = tf.gather(starts, genuine_three)
+    bytes_of_three = tf.strings.substr(
+        tf.gather(strings, tf.gather(rows, genuine_three)), three_starts, tf.fill(tf.shape(three_starts), tf.constant(3, tf.int64))
+    )
+    false_three = tf.gather(genuine_three, ops.indices_where(bytes_of_three != "\ufffd"))
+    invalid = tf.concat([suspects, false_three], axis=0)
+    repeats = tf.tensor_scatter_nd_update(tf.ones([size], tf.int64), invalid[:, None], tf.gather(byte_lengths, invalid))
+    expanded_splits = tf.concat([[0], tf.cumsum(repeats)], axis=0)
+    return tf.repeat(code_points, repeats), tf.gather(expanded_splits, splits)
+
+
+def _drop_extra_spaces(values, splits, chunks):
+    """SentencePiece's `remove_extra_whitespaces` inside the text: a space at the start of a chunk's
+    output (before its first other character) is dropped when the text so far is empty or ends with a
+    space."""
+    size = tf.size(values)
+    index = tf.range(size)
+    space = values == _SPACE
+    n_chunks = tf.reduce_max(tf.concat([[-1], chunks], axis=0)) + 1
+    first_other = tf.math.unsorted_segment_min(tf.where(space, size, index), chunks, n_chunks)
+    leading = space & (index < tf.gather(first_other, chunks))
+    line_start = tf.cast(tf.gather(splits[:-1], ops.row_ids(splits, size)), tf.int32)
+    after_space = (index == line_start) | (tf.gather(values, tf.maximum(index - 1, 0)) == _SPACE)
+    return _keep(values, splits, ~(leading & after_space))
+
+
+def _keep(values, splits, mask):
+    kept = ops.indices_where(mask)
+    rows = tf.gather(ops.row_ids(splits, tf.size(values)), kept)
+    return tf.gather(values, kept), ops.splits_from_row_ids(rows, tf.size(splits, out_type=tf.int64) - 1)
+
+
+def _prepend(values, splits, value, where):
+    """Put `value` at the start of the rows where `where` is True."""
+    added = tf.cast(where, tf.int64)
+    new_splits = splits + tf.concat([[0], tf.cumsum(added)], axis=0)
+    size = new_splits[-1]
+    index = tf.range(size)
+    rows = ops.row_ids(new_splits, size)
+    position = index - tf.gather(new_splits[:-1], rows)
+    is_added = (position == 0) & (tf.gather(added, rows) > 0)
+    source = tf.gather(splits[:-1], rows) + position - tf.gather(added, rows)
+    padded = tf.concat([values, [value]], axis=0)  # rows may all be empty
+    return tf.where(is_added, value, tf.gather(padded, tf.maximum(source, 0))), new_splits
+
+
+def _strip_trailing(values, splits, value):
+    size = tf.size(values)
+    rows = ops.row_ids(splits, size)
+    n = tf.size(splits) - 1
+    last_other = tf.math.unsorted_segment_max(tf.where(values != value, tf.range(size), -1), rows, n)
+    return _keep(values, splits, tf.range(size) <= tf.gather(last_other, rows))
+
+
+@keras.saving.register_keras_serializable(package="tfsubword")
+class UnigramLayer(TokenizerLayer):
+    """Tokenize text with a unigram language model, exactly as SentencePiece does.
+
+    The text is normalized (SentencePiece's normalizer: its character map, whitespace handling and
+    `▁` marks), then split into the pieces of highest total log-probability (Viterbi). Everything runs
+    on core TensorFlow ops, so a model that contains this layer serves wherever plain TensorFlow runs.
+
+    Args:
+        vocabulary: one of
+            - the path or the bytes of a SentencePiece `.model` file of type unigram (its normalizer,
+              piece types and scores are used as they are);
+            - a list of `(piece, log_probability)` pairs, or the path of a `piece<TAB>score` file (as
+              SentencePiece's `.vocab` files); the text is not rewritten (the `identity` normalizer),
+              `unknown_token` must be a piece, `control_tokens` are never produced from text.
+        unknown_token: str. The unknown piece of a list vocabulary. Defaults to "<unk>".
+        control_tokens: the control pieces of a list vocabulary. Defaults to ("<s>", "</s>", "<pad>").
+        add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces: bool, the normalizer's switches
+            for a list vocabulary. Default True, as SentencePiece.
+        sequence_length: int or None. If set, outputs are dense, padded with the id of "<pad>" (0 if
+            absent). Defaults to None (ragged).
+        dtype: an integer dtype, or "string" to return pieces instead of ids. Defaults to "int32".
+
+    Examples:
+
+    >>> vocab = [("<unk>", 0.0), ("▁the", -1.0), ("▁", -2.0), ("t", -3.0), ("h", -3.0), ("e", -3.0)]
+    >>> layer = UnigramLayer(vocab)
+    >>> layer("the  het").numpy()
+    array([1, 2, 4, 5, 3], dtype=int32)
+    """
+
+    _pad_token = "<pad>"
+
+    def __init__(
+        self,
+        vocabulary=None,
+        *,
+        unknown_token="<unk>",
+        control_tokens=("<s>", "</s>", "<pad>"),
+        add_dummy_prefix=True,
+        remove_extra_whitespaces=True,
+        escape_whitespaces=True,
+        sequence_length=None,
+        dtype="int32",
+        **kwargs,
+    ):
+        if not isinstance(unknown_token, str) or not unknown_token:
+            raise ValueError(f"`unknown_token` must be a non-empty str. Received: unknown_token={unknown_token!r}.")
+        for name, value in (
+            ("add_dummy_prefix", add_dummy_prefix),
+            ("remove_extra_whitespaces", remove_extra_whitespaces),
+            ("escape_whitespaces", escape_whitespaces),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}.")
+        self.unknown_token = unknown_token
+        self.control_tokens = tuple(control_tokens)
+        self.add_dummy_prefix = add_dummy_prefix
+        self.remove_extra_whitespaces = remove_extra_whitespaces
+        self.escape_whitespaces = escape_whitespaces
+        super().__init__(vocabulary, sequence_length=sequence_length, dtype=dtype, **kwargs)
+
+    # Vocabulary.
+
+    def _load_vocabulary(self, vocabulary):
+        model = self._as_model(vocabulary)
+        if model.model_type != "unigram":
+            raise ValueError(f"UnigramLayer needs a unigram model; this SentencePiece model is of type {model.model_type!r}.")
+        if model.treat_whitespace_as_suffix:
+            raise ValueError("SentencePiece models with `treat_whitespace_as_suffix` are not supported yet.")
+        if model.byte_fallback:
+            raise ValueError("SentencePiece models with `byte_fallback` are not supported by UnigramLayer yet.")
+        pieces = [piece for piece, _, _ in model.pieces]
+        seen = {}
+        for index, piece in enumerate(pieces):
+            if piece in seen:
+                raise ValueError(f"The vocabulary contains the piece {piece!r} twice, at ids {seen[piece]} and {index}.")
+            seen[piece] = index
+        unknown = [index for index, (_, _, kind) in enumerate(model.pieces) if kind == spm_model.UNKNOWN]
+        if len(unknown) != 1:
+            raise ValueError(f"A unigram vocabulary needs exactly one unknown piece; this one has {len(unknown)}.")
+        if not model.serialized:
+            model.serialized = spm_model.serialize(model.pieces, model.normalizer)
+        self._model = model
+        return pieces
+
+    def _as_model(self, vocabulary):
+        if isinstance(vocabulary, spm_model.Model):
+            return vocabulary
+        if isinstance(vocabulary, (bytes, bytearray)):
+            return spm_model.load(vocabulary)
+        if isinstance(vocabulary, (str, os.PathLike)):
+            if not os.path.isfile(vocabulary):
+                raise ValueError(f"`vocabulary` is not a file: {os.fspath(vocabulary)!r}.")
+            with open(vocabulary, "rb") as file:
+                data = file.read()
+            if _looks_like_text(data):
+                return self._model_from_pairs(_read_scores(data, vocabulary))
+            return spm_model.load(data)
+        try:
+            pairs = [tuple(pair) for pair in vocabulary]
+        except TypeError:
+            raise ValueError(
+                "`vocabulary` must be a SentencePiece model (path or bytes), a list of (piece, log_probability) "
+                f"pairs or the path of a piece<TAB>score file. Received: {vocabulary!r}."
+            ) from None
+        return self._model_from_pairs(pairs)
+
+    def _model_from_pairs(self, pairs):
+        if not pairs:
+            raise ValueError("`vocabulary` is empty.")
+        pieces = []
+        for index, pair in enumerate(pairs):
+            if len(pair) != 2 or not isinstance(pair[0], str) or not pair[0]:
+                raise ValueError(f"`vocabulary` entry {index} must be a (piece, log_probability) pair. Received: {pair!r}.")
+            piece, score = pair
+            try:
+                score = float(score)
+            except (TypeError, ValueError):
+                raise ValueError(f"`vocabulary` entry {index} has a score that is not a number: {score!r}.") from None
+            if not np.isfinite(score):
+                raise ValueError(f"`vocabulary` entry {index} has a score that is not finite: {score!r}.")
+            kind = (
+                spm_model.UNKNOWN
+                if piece == self.unknown_token
+                else spm_model.CONTROL if piece in self.control_tokens else spm_model.NORMAL
+            )
+            pieces.append((piece, float(np.float32(score)), kind))
+        if self.unknown_token not in {piece for piece, _, _ in pieces}:
+            raise ValueError(f"The vocabulary does not contain the unknown token {self.unknown_token!r}.")
+        normalizer = spm_model.Normalizer(
+            name="identity",
+            add_dummy_prefix=self.add_dummy_prefix,
+            remove_extra_whitespaces=self.remove_extra_whitespaces,
+            escape_whitespaces=self.escape_whitespaces,
+        )
+        return spm_model.Model(pieces=pieces, normalizer=normalizer)
+
+    def get_scores(self):
+        """The log-probability (score) of every piece, as a list of float; ids are positions."""
+        self._require_vocabulary()
+        return [score for _, score, _ in self._model.pieces]
+
+    def serialized_model(self):
+        """The vocabulary as the bytes of a SentencePiece `.model` file."""
+        self._require_vocabulary()
+        return self._model.serialized
+
+    def _build(self, pieces):
+        model = self._model
+        kinds = np.array([kind for _, _, kind in model.pieces])
+        scores = np.array([score for _, score, _ in model.pieces], np.float32)
+        normal = kinds == spm_model.NORMAL
+        max_score = np.float32(max(_FLT_MIN, scores[normal].max())) if normal.any() else np.float32(_FLT_MIN)
+        min_score = np.float32(min(_FLT_MAX, scores[normal].min())) if normal.any() else np.float32(_FLT_MAX)
+        self._unknown_id = int(np.nonzero(kinds == spm_model.UNKNOWN)[0][0])
+        # The score of each piece on a path: user-defined pieces get length * max_score - 0.1, so that
+        # they always win; unknown characters get min_score - 10.
+        path_scores = scores.copy()
+        for index in np.nonzero(kinds == spm_model.USER_DEFINED)[0]:
+            length = np.float32(len(pieces[index].encode("utf-8")))
+            path_scores[index] = np.float32(np.float64(np.float32(length * max_score)) - 0.1)
+        path_scores[self._unknown_id] = np.float32(min_score - _UNK_PENALTY)
+        matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
+        self._max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
+        self._trie = matching.Trie([pieces[i] for i in matched], matched)
+        user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
+        self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
+        with tf.init_scope():
+            self._path_scores = tf.constant(path_scores, tf.float32)
+            self._control = tf.constant(kinds == spm_model.CONTROL)
+
+    # Encoding.
+
+    def _tokenize_strings(self, strings):
+        values, splits = self._normalizer.normalize(strings)
+        ids, id_splits = viterbi(
+            values, splits, self._trie, self._path_scores, self._unknown_id, self._max_piece_chars
+        )
+        return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
+
+    def _detokenize_tokens(self, tokens):
+        """Pieces -> text as SentencePiece decodes it: control pieces vanish, `▁` becomes a space, the
+        unknown piece becomes " ⁇ ", and the space of the dummy prefix is removed."""
+        flat = tokens.flat_values
+        flat = tf.where(flat == self._tokens[self._unknown_id], " \u2047 ", flat)
+        controls = tf.constant([p for p, (_, _, k) in zip(self._tokens, self._model.pieces) if k == spm_model.CONTROL] or [""])
+        is_control = tf.reduce_any(flat[:, None] == controls[None, :], axis=1)
+        flat = tf.where(is_control, "", flat)
+        text = tf.strings.reduce_join(tokens.with_flat_values(flat), axis=-1)
+        if self._model.normalizer.escape_whitespaces:
+            text = tf.strings.regex_replace(text, SPACE_SYMBOL, " ")
+        if self._model.normalizer.add_dummy_prefix:
+            text = tf.strings.regex_replace(text, "^ ", "")
+        return text
+
+    # Saving.
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "unknown_token": self.unknown_token,
+                "control_tokens": list(self.control_tokens),
+                "add_dummy_prefix": self.add_dummy_prefix,
+                "remove_extra_whitespaces": self.remove_extra_whitespaces,
+                "escape_whitespaces": self.escape_whitespaces,
+            }
+        )
+        return config
+
+    def save_assets(self, dir_path):
+        self._require_vocabulary()
+        _write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
+
+    def load_assets(self, dir_path):
+        with open(os.path.join(dir_path, _MODEL_ASSET), "rb") as file:
+            self.set_vocabulary(file.read())
+
+
+def viterbi(code_points, splits, trie, path_scores, unknown_id, max_piece_chars):
+    """The best segmentation of each row, exactly as SentencePiece's unigram encoder.
+
+    For each position, the best score of a path ending there: the largest of (the score of a piece
+    ending there + the best score where it starts), in single precision, the earliest start winning
+    ties (SentencePiece visits candidates by increasing start and replaces only on a strictly larger
+    score; a test tells this rule apart from double-precision variants on thousands of near-ties). A
+    character that starts no single-character piece is an unknown piece of its own; consecutive
+    unknown pieces are then merged into one.
+
+    Rows are processed in parallel, one position per loop iteration (by decreasing row length, so each
+    iteration touches only the rows still running). Returns (ids int32, row splits int64).
+    """
+    width = int(max_piece_chars)
+    size = tf.size(code_points)
+    n = tf.size(splits) - 1
+    rows = tf.cast(ops.row_ids(splits, size), tf.int32)
+    row_starts = tf.cast(splits[:-1], tf.int32)
+    limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
+    origins, ends, ids = trie.all_matches(code_points, tf.zeros_like(code_points), limits)
+    # Unknown characters: the positions that start no one-character piece.
+    lengths = ends - origins
+    singles = tf.gather(origins, ops.indices_where(lengths == 1))
+    single = tf.tensor_scatter_nd_max(tf.zeros([size], tf.int32), singles[:, None], tf.ones_like(singles))
+    unknown_starts = tf.cast(ops.indices_where(single == 0), tf.int32)
+    origins = tf.concat([origins, unknown_starts], axis=0)
+    lengths = tf.concat([lengths, tf.ones_like(unknown_starts)], axis=0)
+    ids = tf.concat([ids, tf.fill(tf.shape(unknown_starts), tf.cast(unknown_id, tf.int32))], axis=0)
+    # matches[p * width + (length - 1)]: the piece of `length` characters starting at p, or -1.
+    matches = tf.tensor_scatter_nd_update(
+        -tf.ones([size * width], tf.int32), (origins * width + lengths - 1)[:, None], ids
+    )
+
+    row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
+    order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
+    sorted_lengths = tf.gather(row_lengths, order)
+    sorted_starts = tf.gather(row_starts, order)
+    longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
+    # Column j of a step's candidates: the piece of width - j characters ending at the step's position,
+    # so columns run by increasing start, as SentencePiece visits them.
+    columns = tf.range(width)
+    piece_lengths = width - columns
+
+    def step(t, best, records):
+        active = tf.reduce_sum(tf.cast(sorted_lengths >= t, tf.int32))
+        best = best[:active]
+        starts = sorted_starts[:active, None] + t - piece_lengths[None, :]
+        valid_start = piece_lengths[None, :] <= t
+        flat = tf.maximum(starts, 0) * width + piece_lengths[None, :] - 1
+        piece = tf.where(valid_start, tf.gather(matches, flat), -1)
+        scores = tf.where(piece >= 0, tf.gather(path_scores, tf.maximum(piece, 0)) + best, -np.inf)
+        winner = tf.argmax(scores, axis=1, output_type=tf.int32)  # the first of the best: the earliest start
+        top = tf.gather(scores, winner, batch_dims=1)
+        chosen = tf.gather(piece, winner, batch_dims=1)
+        records = records.write(t - 1, tf.stack([width - winner, chosen], axis=1))
+        best = tf.concat([best[:, 1:], top[:, None]], axis=1)
+        return t + 1, best, records
+
+    records = tf.TensorArray(tf.int32, size=longest, infer_shape=False, element_shape=[None, 2])
+    _, _, records = tf.while_loop(
+        lambda t, best, records: t <= longest,
+        step,
+        (1, tf.zeros([n, width], tf.float32), records),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, width]), None),
+    )
+    records = tf.cond(longest > 0, lambda: records.concat(), lambda: tf.zeros([0, 2], tf.int32))
+    # The record of (row, position t) sits at step_offsets[t - 1] + the row's rank by length.
+    active_per_step = tf.reduce_sum(
+        tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1
+    )
+    step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
+    rank = tf.scatter_nd(order[:, None], tf.range(n), [n])
+    position_in_row = tf.range(size) - tf.gather(row_starts, rows)
+    record_of_position = tf.gather(step_offsets, position_in_row) + tf.gather(rank, rows)
+    piece_length, piece = tf.unstack(tf.gather(records, record_of_position), num=2, axis=1)
+    # Walk back from the end of each row; reversed, the walk moves forward, as `greedy_path` needs.
+    reversed_index = size - 1 - tf.range(size)
+    back = tf.range(size) - piece_length  # the last character of the previous piece
+    back_reversed = tf.where(back < tf.gather(row_starts, rows), size, size - 1 - back)
+    nonempty = ops.indices_where(row_lengths > 0)
+    row_ends = tf.gather(tf.cast(splits[1:], tf.int32), nonempty) - 1
+    path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
+    on_path_reversed = matching.greedy_path(tf.gather(back_reversed, reversed_index), path_starts, longest)
+    on_path = tf.reverse(on_path_reversed, [0])
+    ends_kept = ops.indices_where(on_path)
+    piece_ids = tf.gather(piece, ends_kept)
+    piece_rows = tf.gather(rows, ends_kept)
+    # Consecutive unknown pieces of a row become one.
+    previous_unknown = tf.concat([[False], (piece_ids[:-1] == unknown_id) & (piece_rows[:-1] == piece_rows[1:])], axis=0)
+    kept = ops.indices_where(~((piece_ids == unknown_id) & previous_unknown))
+    return tf.gather(piece_ids, kept), ops.splits_from_row_ids(tf.cast(tf.gather(piece_rows, kept), tf.int64), tf.cast(n, tf.int64))
+
+
+def _looks_like_text(data):
+    """A `piece<TAB>score` file is UTF-8 text with tabs; a `.model` file is a binary protobuf."""
+    try:
+        text = data[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return "\t" in text and not text.startswith("\n")
+
+
+def _read_scores(data, path):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{os.fspath(path)!r} is not valid UTF-8: {error}.") from None
+    pairs = []
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line[:-1] if line.endswith("\r") else line
+        if not line:
+            continue
+        piece, tab, score = line.rpartition("\t")
+        if not tab:
+            raise ValueError(f"{os.fspath(path)!r} line {number} is not piece<TAB>score: {line!r}.")
+        pairs.append((piece, score))
+    return pairs
+
+
+def _write_atomically(path, data):
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=".model-", dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
