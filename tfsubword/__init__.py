@@ -6,12 +6,13 @@ merge loop in `tfsubword.train.wordpiece`) can be used without loading TensorFlo
 
 import importlib
 
-__all__ = ["BertPreprocessor", "SegmentPacker", "WordPieceLayer", "train_wordpiece"]
+__all__ = ["BertPreprocessor", "SegmentPacker", "UnigramLayer", "WordPieceLayer", "train_wordpiece"]
 __version__ = "0.1.0"
 
 _PUBLIC = {
     "BertPreprocessor": "tfsubword.bert",
     "SegmentPacker": "tfsubword.packing",
+    "UnigramLayer": "tfsubword.unigram",
     "WordPieceLayer": "tfsubword.wordpiece",
     "train_wordpiece": "tfsubword.train",
 }

@@ -52,10 +52,10 @@ class SegmentPacker(keras.layers.Layer):
 
     >>> packer = SegmentPacker(8, start_value=101, end_value=102)
     >>> outputs = packer((tf.ragged.constant([[1, 2, 3, 4, 5]]), tf.ragged.constant([[6, 7]])))
-    >>> outputs["token_ids"].numpy().tolist()
-    [[101, 1, 2, 3, 102, 6, 102, 0]]
+    >>> outputs["token_ids"].numpy().tolist()  # 5 places for tokens: 1, 6, 2, 7, 3 in turn
+    [[101, 1, 2, 3, 102, 6, 7, 102]]
     >>> outputs["segment_ids"].numpy().tolist()
-    [[0, 0, 0, 0, 0, 1, 1, 0]]
+    [[0, 0, 0, 0, 0, 1, 1, 1]]
     """
 
     def __init__(

@@ -8,6 +8,7 @@ Darts-clone double-array trie over UTF-8 bytes, followed by the replacement stri
 """
 
 import dataclasses
+import functools
 import os
 import struct
 
@@ -192,8 +193,9 @@ def _varint(data, position):
     return result, position
 
 
+@functools.lru_cache(maxsize=8)
 def decode_charsmap(blob):
-    """The `{source: replacement}` rules of a precompiled character map.
+    """The `{source: replacement}` rules of a precompiled character map (shared: do not modify it).
 
     Layout: a little-endian uint32 trie size, the Darts-clone double array (uint32 units), then the
     replacement strings, each ending with NUL; a key's value is the offset of its replacement.

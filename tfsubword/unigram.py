@@ -17,6 +17,8 @@ _SPACE, _ESCAPED_SPACE, _REPLACEMENT = 0x20, 0x2581, 0xFFFD
 _MODEL_ASSET = "sentencepiece.model"
 _UNK_PENALTY = np.float32(10.0)
 _FLT_MIN, _FLT_MAX = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+# Per code point: it is a one-character key, the first or the second character of a longer key.
+_SINGLE, _FIRST, _SECOND = 1, 2, 4
 
 
 class SentencePieceNormalizer(tf.Module):
@@ -39,12 +41,27 @@ class SentencePieceNormalizer(tf.Module):
             targets = [[ord(c) for c in target] for _, target in rules]
             self._target_values = tf.constant([c for t in targets for c in t], tf.int32, shape=[sum(map(len, targets))])
             self._target_splits = tf.constant(np.cumsum([0] + [len(t) for t in targets]), tf.int64)
+            # Walks start only where a key can match: at a one-character key, or at the first character
+            # of a longer key followed by a possible second character.
+            keys = [key for key, _ in rules] + list(user_defined)
+            flags = np.zeros(0x110000, np.int8)
+            for key in keys:
+                if len(key) == 1:
+                    flags[ord(key)] |= _SINGLE
+                else:
+                    flags[ord(key[0])] |= _FIRST
+                    flags[ord(key[1])] |= _SECOND
+            self._flags = tf.constant(flags)
         self.space = _ESCAPED_SPACE if spec.escape_whitespaces else _SPACE
 
     def normalize(self, strings):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings."""
         code_points, starts, splits = ops.decode_utf8_with_offsets(strings)
-        code_points, splits = _one_replacement_per_invalid_byte(strings, code_points, starts, splits)
+        code_points, splits = tf.cond(
+            tf.reduce_any(code_points == _REPLACEMENT),
+            lambda: _one_replacement_per_invalid_byte(strings, code_points, starts, splits),
+            lambda: (code_points, splits),
+        )
         values, value_splits, chunks = self._rewrite(code_points, splits)
         line_splits = tf.gather(value_splits, splits)
         spec = self.spec
@@ -63,12 +80,25 @@ class SentencePieceNormalizer(tf.Module):
         and the chunk - the rewriting step - each value comes from)."""
         size = tf.size(code_points)
         positions = tf.range(size)
+        unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions
         if self._rules is None and self._user_defined is None:
-            return code_points, tf.range(tf.cast(size, tf.int64) + 1), positions
+            return unchanged
+        flags = tf.gather(self._flags, code_points)
+        following = tf.concat([flags[1:], [0]], axis=0)
+        initial = tf.bitwise.bitwise_and(flags, _SINGLE) + tf.bitwise.bitwise_and(
+            tf.bitwise.bitwise_and(flags, _FIRST) * 2, tf.bitwise.bitwise_and(following, _SECOND)
+        ) > 0
+        return tf.cond(
+            tf.reduce_any(initial), lambda: self._rewrite_rules(code_points, splits, initial), lambda: unchanged
+        )
+
+    def _rewrite_rules(self, code_points, splits, initial):
+        size = tf.size(code_points)
+        positions = tf.range(size)
         rows = ops.row_ids(splits, size)
         limits = tf.cast(tf.gather(splits[1:], rows), tf.int32)
         line_first = positions == tf.cast(tf.gather(splits[:-1], rows), tf.int32)
-        roots = tf.zeros_like(code_points)
+        roots = tf.where(initial, 0, -1)
         none = -tf.ones_like(code_points)
         user_end = self._user_defined.longest_matches(code_points, roots, limits)[0] if self._user_defined else none
         rule_end, rule = self._rules.longest_matches(code_points, roots, limits) if self._rules else (none, none)
@@ -77,7 +107,11 @@ class SentencePieceNormalizer(tf.Module):
         ends = tf.where(user, user_end, tf.where(ruled, rule_end, positions + 1))
         jumps = tf.where(ends >= limits, size, ends)
         longest_line = tf.reduce_max(tf.concat([[0], splits[1:] - splits[:-1]], axis=0))
-        on_path = matching.greedy_path(jumps, line_first, longest_line)
+        on_path = tf.cond(
+            tf.reduce_any(ends > positions + 1),  # only matches of several characters hide positions
+            lambda: matching.greedy_path(jumps, line_first, longest_line),
+            lambda: tf.ones_like(line_first),
+        )
         # The characters of a user-defined symbol on the path are copied as they are.
         user_starts = ops.indices_where(on_path & user)
         marks = tf.scatter_nd(
@@ -332,20 +366,19 @@ class UnigramLayer(TokenizerLayer):
         path_scores[self._unknown_id] = np.float32(min_score - _UNK_PENALTY)
         matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
         self._max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
-        self._trie = matching.Trie([pieces[i] for i in matched], matched)
+        trie = matching.Trie([pieces[i] for i in matched], matched)
+        space = SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
+        # Words can be segmented one by one when no piece holds a space symbol after its start.
+        by_words = not any(space in pieces[i][1:] for i in matched)
+        self._viterbi = Viterbi(trie, path_scores, self._unknown_id, self._max_piece_chars, ord(space) if by_words else None)
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
-        with tf.init_scope():
-            self._path_scores = tf.constant(path_scores, tf.float32)
-            self._control = tf.constant(kinds == spm_model.CONTROL)
 
     # Encoding.
 
     def _tokenize_strings(self, strings):
         values, splits = self._normalizer.normalize(strings)
-        ids, id_splits = viterbi(
-            values, splits, self._trie, self._path_scores, self._unknown_id, self._max_piece_chars
-        )
+        ids, id_splits = self._viterbi(values, splits)
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def _detokenize_tokens(self, tokens):
@@ -387,8 +420,8 @@ class UnigramLayer(TokenizerLayer):
             self.set_vocabulary(file.read())
 
 
-def viterbi(code_points, splits, trie, path_scores, unknown_id, max_piece_chars):
-    """The best segmentation of each row, exactly as SentencePiece's unigram encoder.
+class Viterbi(tf.Module):
+    """The best segmentation of texts into pieces, exactly as SentencePiece's unigram encoder.
 
     For each position, the best score of a path ending there: the largest of (the score of a piece
     ending there + the best score where it starts), in single precision, the earliest start winning
@@ -397,96 +430,200 @@ def viterbi(code_points, splits, trie, path_scores, unknown_id, max_piece_chars)
     character that starts no single-character piece is an unknown piece of its own; consecutive
     unknown pieces are then merged into one.
 
-    Rows are processed in parallel, one position per loop iteration (by decreasing row length, so each
-    iteration touches only the rows still running). Returns (ids int32, row splits int64).
+    Rows run in parallel, one position per loop iteration. Lines are long, so when no piece holds a
+    space symbol after its first character (then every path passes through each word start), the
+    distinct words are segmented instead, in double precision, with the gap between the best and the
+    second-best candidate at each position of each best path. Single precision with an offset B (the
+    score of the line before the word) can change a decision only if that gap is within the rounding
+    error, at most (word length + 1) ulps at |B| + the word's scores; lines with any word that close
+    to a tie (rare: ties between equal pieces in another order, like "......") are segmented whole,
+    exactly as above.
     """
-    width = int(max_piece_chars)
-    size = tf.size(code_points)
-    n = tf.size(splits) - 1
-    rows = tf.cast(ops.row_ids(splits, size), tf.int32)
-    row_starts = tf.cast(splits[:-1], tf.int32)
-    limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
-    origins, ends, ids = trie.all_matches(code_points, tf.zeros_like(code_points), limits)
-    # Unknown characters: the positions that start no one-character piece.
-    lengths = ends - origins
-    singles = tf.gather(origins, ops.indices_where(lengths == 1))
-    single = tf.tensor_scatter_nd_max(tf.zeros([size], tf.int32), singles[:, None], tf.ones_like(singles))
-    unknown_starts = tf.cast(ops.indices_where(single == 0), tf.int32)
-    origins = tf.concat([origins, unknown_starts], axis=0)
-    lengths = tf.concat([lengths, tf.ones_like(unknown_starts)], axis=0)
-    ids = tf.concat([ids, tf.fill(tf.shape(unknown_starts), tf.cast(unknown_id, tf.int32))], axis=0)
-    # matches[p * width + (length - 1)]: the piece of `length` characters starting at p, or -1.
-    matches = tf.tensor_scatter_nd_update(
-        -tf.ones([size * width], tf.int32), (origins * width + lengths - 1)[:, None], ids
-    )
 
-    row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
-    order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
-    sorted_lengths = tf.gather(row_lengths, order)
-    sorted_starts = tf.gather(row_starts, order)
-    longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
-    # Column j of a step's candidates: the piece of width - j characters ending at the step's position,
-    # so columns run by increasing start, as SentencePiece visits them.
-    columns = tf.range(width)
-    piece_lengths = width - columns
+    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, space=None, name=None):
+        super().__init__(name=name)
+        self._trie = trie
+        self._unknown_id = int(unknown_id)
+        self._width = int(max_piece_chars)
+        self._space = space
+        self._max_score_magnitude = float(np.max(np.abs(path_scores))) if len(path_scores) else 0.0
+        with tf.init_scope():
+            self._scores = {
+                dtype: tf.constant(np.append(path_scores, -np.inf), dtype) for dtype in (tf.float32, tf.float64)
+            }
 
-    def step(t, best, records):
-        active = tf.reduce_sum(tf.cast(sorted_lengths >= t, tf.int32))
-        best = best[:active]
-        starts = sorted_starts[:active, None] + t - piece_lengths[None, :]
-        valid_start = piece_lengths[None, :] <= t
-        flat = tf.maximum(starts, 0) * width + piece_lengths[None, :] - 1
-        piece = tf.where(valid_start, tf.gather(matches, flat), -1)
-        scores = tf.where(piece >= 0, tf.gather(path_scores, tf.maximum(piece, 0)) + best, -np.inf)
-        winner = tf.argmax(scores, axis=1, output_type=tf.int32)  # the first of the best: the earliest start
-        top = tf.gather(scores, winner, batch_dims=1)
-        chosen = tf.gather(piece, winner, batch_dims=1)
-        records = records.write(t - 1, tf.stack([width - winner, chosen], axis=1))
-        best = tf.concat([best[:, 1:], top[:, None]], axis=1)
-        return t + 1, best, records
+    def __call__(self, code_points, splits):
+        """Normalized texts (code points, row splits) -> (ids int32, row splits int64)."""
+        if self._space is None:
+            ids, id_splits = self._exact(code_points, splits)
+        else:
+            ids, id_splits = self._by_words(code_points, splits)
+        return _merge_unknowns(ids, id_splits, self._unknown_id)
 
-    records = tf.TensorArray(tf.int32, size=longest, infer_shape=False, element_shape=[None, 2])
-    _, _, records = tf.while_loop(
-        lambda t, best, records: t <= longest,
-        step,
-        (1, tf.zeros([n, width], tf.float32), records),
-        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, width]), None),
-    )
-    records = tf.cond(longest > 0, lambda: records.concat(), lambda: tf.zeros([0, 2], tf.int32))
-    # The record of (row, position t) sits at step_offsets[t - 1] + the row's rank by length.
-    active_per_step = tf.reduce_sum(
-        tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1
-    )
-    step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
-    rank = tf.scatter_nd(order[:, None], tf.range(n), [n])
-    position_in_row = tf.range(size) - tf.gather(row_starts, rows)
-    record_of_position = tf.gather(step_offsets, position_in_row) + tf.gather(rank, rows)
-    piece_length, piece = tf.unstack(tf.gather(records, record_of_position), num=2, axis=1)
-    # Walk back from the end of each row; reversed, the walk moves forward, as `greedy_path` needs.
-    reversed_index = size - 1 - tf.range(size)
-    back = tf.range(size) - piece_length  # the last character of the previous piece
-    back_reversed = tf.where(back < tf.gather(row_starts, rows), size, size - 1 - back)
-    nonempty = ops.indices_where(row_lengths > 0)
-    row_ends = tf.gather(tf.cast(splits[1:], tf.int32), nonempty) - 1
-    path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
-    on_path_reversed = matching.greedy_path(tf.gather(back_reversed, reversed_index), path_starts, longest)
-    on_path = tf.reverse(on_path_reversed, [0])
-    ends_kept = ops.indices_where(on_path)
-    piece_ids = tf.gather(piece, ends_kept)
-    piece_rows = tf.gather(rows, ends_kept)
-    # Consecutive unknown pieces of a row become one.
-    previous_unknown = tf.concat([[False], (piece_ids[:-1] == unknown_id) & (piece_rows[:-1] == piece_rows[1:])], axis=0)
-    kept = ops.indices_where(~((piece_ids == unknown_id) & previous_unknown))
-    return tf.gather(piece_ids, kept), ops.splits_from_row_ids(tf.cast(tf.gather(piece_rows, kept), tf.int64), tf.cast(n, tf.int64))
+    def _exact(self, code_points, splits):
+        paths = self._best_paths(code_points, splits, tf.float32)
+        ends = ops.indices_where(paths["on_path"])
+        rows = ops.row_ids(splits, tf.size(code_points))
+        return tf.gather(paths["piece"], ends), ops.splits_from_row_ids(tf.gather(rows, ends), tf.size(splits, out_type=tf.int64) - 1)
+
+    def _by_words(self, code_points, splits):
+        size = tf.size(code_points)
+        n = tf.size(splits, out_type=tf.int64) - 1
+        rows = ops.row_ids(splits, size)
+        position = tf.range(tf.cast(size, tf.int64))
+        starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (code_points == self._space))
+        word_splits = tf.concat([starts, [tf.cast(size, tf.int64)]], axis=0)
+        word_lines = tf.gather(rows, starts)
+        line_word_splits = ops.splits_from_row_ids(word_lines, n)
+        words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, word_splits, validate=False), "UTF-8")
+        _, occurrence = tf.unique(words, out_idx=tf.int64)
+        n_distinct = tf.reduce_max(tf.concat([[-1], occurrence], axis=0)) + 1
+        first = tf.math.unsorted_segment_min(tf.range(tf.size(occurrence, out_type=tf.int64)), occurrence, n_distinct)
+        distinct_values, distinct_splits = ops.gather_rows(code_points, word_splits, first)
+
+        paths = self._best_paths(distinct_values, distinct_splits, tf.float64, gaps=True)
+        ends = ops.indices_where(paths["on_path"])
+        end_words = ops.row_ids(distinct_splits, tf.size(distinct_values))
+        path_words = tf.gather(end_words, ends)
+        smallest_gap = tf.math.unsorted_segment_min(tf.gather(paths["gap"], ends), path_words, n_distinct)
+        total = tf.gather(paths["best"], distinct_splits[1:] - 1)
+        pieces, piece_splits = tf.gather(paths["piece"], ends), ops.splits_from_row_ids(path_words, n_distinct)
+
+        # Is each occurrence's decision safe from single-precision rounding at its place in its line?
+        occurrence_total = tf.gather(total, occurrence)
+        before = tf.cumsum(occurrence_total, exclusive=True)
+        before -= tf.gather(before, tf.gather(line_word_splits, word_lines))
+        length = tf.cast(word_splits[1:] - word_splits[:-1], tf.float64)
+        magnitude = tf.abs(before) * (1 + 1e-6) + length * self._max_score_magnitude + 1
+        ulp = tf.pow(tf.constant(2.0, tf.float64), tf.floor(tf.math.log(magnitude) / np.log(2.0)) - 23)
+        fragile = ~(tf.gather(smallest_gap, occurrence) > (length + 2) * ulp)
+
+        values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
+        line_splits = tf.gather(occurrence_splits, line_word_splits)
+        fragile_lines = ops.indices_where(tf.math.unsorted_segment_max(tf.cast(fragile, tf.int32), word_lines, n) > 0)
+        return tf.cond(
+            tf.size(fragile_lines) > 0,
+            lambda: self._redo_lines(values, line_splits, code_points, splits, fragile_lines),
+            lambda: (values, line_splits),
+        )
+
+    def _redo_lines(self, values, line_splits, code_points, splits, lines):
+        """Segment `lines` whole, exactly, and put them in place of their word-by-word segmentation."""
+        line_values, line_value_splits = ops.gather_rows(code_points, splits, lines)
+        exact, exact_splits = self._exact(line_values, line_value_splits)
+        n = tf.size(line_splits, out_type=tf.int64) - 1
+        redone = tf.scatter_nd(lines[:, None], tf.range(1, tf.size(lines, out_type=tf.int64) + 1), [n]) - 1
+        table = tf.concat([values, exact], axis=0)
+        table_splits = tf.concat([line_splits, line_splits[-1] + exact_splits[1:]], axis=0)
+        return ops.gather_rows(table, table_splits, tf.where(redone >= 0, n + redone, tf.range(n)))
+
+    def _best_paths(self, code_points, splits, dtype, gaps=False):
+        """The best path through each row: per position, the piece ending there on the best path to
+        it and whether it is on the row's best path; with `gaps`, also the best score there and its
+        lead over the runner-up."""
+        width = self._width
+        size = tf.size(code_points)
+        n = tf.size(splits) - 1
+        rows = tf.cast(ops.row_ids(splits, size), tf.int32)
+        row_starts = tf.cast(splits[:-1], tf.int32)
+        limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
+        origins, ends, ids = self._trie.all_matches(code_points, tf.zeros_like(code_points), limits)
+        # Unknown characters: the positions that start no one-character piece.
+        lengths = ends - origins
+        singles = tf.gather(origins, ops.indices_where(lengths == 1))
+        single = tf.tensor_scatter_nd_max(tf.zeros([size], tf.int32), singles[:, None], tf.ones_like(singles))
+        unknown_starts = tf.cast(ops.indices_where(single == 0), tf.int32)
+        origins = tf.concat([origins, unknown_starts], axis=0)
+        lengths = tf.concat([lengths, tf.ones_like(unknown_starts)], axis=0)
+        ids = tf.concat([ids, tf.fill(tf.shape(unknown_starts), self._unknown_id)], axis=0)
+        # matches[(p + width) * width + length - 1]: the piece of `length` characters starting at p, or
+        # `none` (whose score is -inf). `width` empty positions in front let every step read `width`
+        # candidates without a bounds check: a piece never crosses the start of its row.
+        scores = self._scores[dtype]
+        none = tf.size(scores) - 1
+        matches = tf.tensor_scatter_nd_update(
+            tf.fill([(size + width) * width], none), ((origins + width) * width + lengths - 1)[:, None], ids
+        )
+
+        row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
+        order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
+        sorted_lengths = tf.gather(row_lengths, order)
+        longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
+        active_per_step = tf.reduce_sum(
+            tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1
+        )
+        # Column j of a step's candidates is the piece of width - j characters ending at the step's
+        # position, so columns run by increasing start, as SentencePiece visits them.
+        piece_lengths = width - tf.range(width)
+        row_offsets = (tf.gather(row_starts, order) + width) * width
+        column_offsets = piece_lengths - 1 - piece_lengths * width
+
+        def step(t, best, winners, leads, tops):
+            active = active_per_step[t - 1]
+            candidates = tf.gather(matches, row_offsets[:active, None] + (t * width + column_offsets)[None, :])
+            totals = tf.gather(scores, candidates) + best[:active]
+            winner = tf.argmax(totals, axis=1, output_type=tf.int32)  # the first of the best
+            top = tf.reduce_max(totals, axis=1)
+            winners = winners.write(t - 1, winner)
+            if gaps:
+                runner_up = tf.reduce_max(
+                    tf.where(tf.range(width)[None, :] == winner[:, None], tf.constant(-np.inf, dtype), totals), axis=1
+                )
+                leads = leads.write(t - 1, top - runner_up)
+                tops = tops.write(t - 1, top)
+            best = tf.concat([best[:active, 1:], top[:, None]], axis=1)
+            return t + 1, tf.ensure_shape(best, [None, width]), winners, leads, tops
+
+        def array(dtype):
+            return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
+
+        _, _, winners, leads, tops = tf.while_loop(
+            lambda t, *_: t <= longest,
+            step,
+            (1, tf.zeros([n, width], dtype), array(tf.int32), array(dtype), array(dtype)),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, width]), None, None, None),
+        )
+        # The records of (row, position t) sit at step_offsets[t - 1] + the row's rank by length.
+        step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
+        rank = tf.scatter_nd(order[:, None], tf.range(n), [n])
+        position_in_row = tf.range(size) - tf.gather(row_starts, rows)
+        record = tf.gather(step_offsets, position_in_row) + tf.gather(rank, rows)
+
+        def per_position(records, dtype):
+            return tf.gather(tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype)), record)
+
+        piece_length = width - per_position(winners, tf.int32)
+        paths = {"piece": tf.gather(matches, (tf.range(size) + 1 - piece_length + width) * width + piece_length - 1)}
+        if gaps:
+            paths["gap"], paths["best"] = per_position(leads, dtype), per_position(tops, dtype)
+        # Walk back from the end of each row; reversed, the walk moves forward, as `greedy_path` needs.
+        reversed_index = size - 1 - tf.range(size)
+        back = tf.range(size) - piece_length  # the last character of the previous piece
+        back_reversed = tf.where(back < tf.gather(row_starts, rows), size, size - 1 - back)
+        nonempty = ops.indices_where(row_lengths > 0)
+        row_ends = tf.gather(tf.cast(splits[1:], tf.int32), nonempty) - 1
+        path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
+        on_path = matching.greedy_path(tf.gather(back_reversed, reversed_index), path_starts, longest)
+        paths["on_path"] = tf.reverse(on_path, [0])
+        return paths
+
+
+def _merge_unknowns(ids, splits, unknown_id):
+    """Consecutive unknown pieces of a row become one."""
+    rows = ops.row_ids(splits, tf.size(ids))
+    previous_unknown = tf.concat([[False], (ids[:-1] == unknown_id) & (rows[:-1] == rows[1:])], axis=0)
+    kept = ops.indices_where(~((ids == unknown_id) & previous_unknown))
+    return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
 
 
 def _looks_like_text(data):
-    """A `piece<TAB>score` file is UTF-8 text with tabs; a `.model` file is a binary protobuf."""
+    """A `piece<TAB>score` file is UTF-8 text with a tab on its first line; a `.model` file is a
+    binary protobuf that starts with byte 0x0A (its first field)."""
     try:
-        text = data[:4096].decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return "\t" in text and not text.startswith("\n")
+    return not text.startswith("\n") and "\t" in text.split("\n", 1)[0]
 
 
 def _read_scores(data, path):

@@ -1,0 +1,276 @@
+"""UnigramLayer against SentencePiece: imported models, models SentencePiece trains here, random text."""
+
+import functools
+import io
+
+import hypothesis
+import hypothesis.strategies as st
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import SHARED_DATA, nonempty_lines, shared_file, shared_texts
+from tests.serving import serve
+from tfsubword import UnigramLayer
+from tfsubword import sentencepiece_model as spm_model
+
+SHARED_MODEL = "sentencepiece-test-unigram-en-1000.model"
+
+# Models SentencePiece trains in the tests: name -> (training text, trainer options).
+TRAINED = {
+    "nmt_nfkc": ("wikitext2-test.txt", dict(vocab_size=4000)),
+    "identity": ("botchan.txt", dict(vocab_size=2000, normalization_rule_name="identity")),
+    "nfkc_no_dummy_prefix": ("wikitext2-valid.txt", dict(vocab_size=3000, normalization_rule_name="nfkc",
+                                                         add_dummy_prefix=False)),
+    "rare_characters": ("botchan.txt+wagahaiwa_nekodearu.txt", dict(vocab_size=1500, character_coverage=0.98)),
+    "japanese": ("wagahaiwa_nekodearu.txt", dict(vocab_size=4000, character_coverage=0.9995)),
+    "symbols_keep_spaces": ("botchan.txt", dict(vocab_size=1500, user_defined_symbols=["<sep>", "Botchan", "ab"],
+                                                control_symbols=["<cls>"], remove_extra_whitespaces=False)),
+}
+
+
+def spm_module():
+    return pytest.importorskip("sentencepiece")
+
+
+@functools.lru_cache(maxsize=None)
+def trained_model(name):
+    """The bytes of a model SentencePiece trains on shared text (cached for the session)."""
+    spm = spm_module()
+    sources, options = TRAINED[name]
+    lines = [line for source in sources.split("+") for line in nonempty_lines(shared_file(source))]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", num_threads=2,
+        minloglevel=2, **options
+    )
+    return model.getvalue()
+
+
+@functools.lru_cache(maxsize=None)
+def model_bytes(name):
+    if name == "shared":
+        return shared_file(SHARED_MODEL).read_bytes()
+    return trained_model(name)
+
+
+@functools.lru_cache(maxsize=None)
+def encoders(name):
+    """(UnigramLayer in a tf.function, SentencePieceProcessor) for a model."""
+    data = model_bytes(name)
+    layer = UnigramLayer(data)
+    encode = tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
+    return encode, spm_module().SentencePieceProcessor(model_proto=data)
+
+
+def differences(name, texts, batch=512):
+    encode, reference = encoders(name)
+    different = []
+    for start in range(0, len(texts), batch):
+        chunk = texts[start : start + batch]
+        got = encode(tf.constant(chunk)).to_list()
+        expected = reference.encode(chunk)
+        different += [(text, g, e) for text, g, e in zip(chunk, got, expected) if g != e]
+    return different
+
+
+@pytest.mark.parametrize("model", ["shared"] + list(TRAINED))
+@pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
+def test_identical_ids_to_sentencepiece_on_every_line(model, path):
+    lines = nonempty_lines(path)
+    different = differences(model, lines)
+    assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
+
+
+def test_trained_models_exercise_what_they_claim():
+    """The test models really contain what they are meant to test."""
+    unknown = encoders("rare_characters")[1].unk_id()
+    lines = nonempty_lines(shared_file("wagahaiwa_nekodearu.txt"))[:200]
+    assert any(unknown in ids for ids in encoders("rare_characters")[1].encode(lines))
+    model = spm_model.load(model_bytes("symbols_keep_spaces"))
+    kinds = {piece: kind for piece, _, kind in model.pieces}
+    assert kinds["<sep>"] == spm_model.USER_DEFINED and kinds["<cls>"] == spm_model.CONTROL
+    assert not model.normalizer.remove_extra_whitespaces
+    assert not spm_model.load(model_bytes("nfkc_no_dummy_prefix")).normalizer.add_dummy_prefix
+    assert spm_model.load(model_bytes("identity")).normalizer.name == "identity"
+
+
+# Random text: every kind of whitespace, combining marks, compatibility characters (the NFKC rules),
+# CJK, emoji, control and format characters, user-defined symbols, and words the vocabulary lacks.
+_ALPHABET = st.one_of(
+    st.sampled_from(list("abcdefghijklmnopqrstuvwxyz ABCXYZ  .,!?'-0123456789")),
+    st.sampled_from(list("\t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2007\u200a\u200b\u2028\u202f\u205f\u3000\ufeff")),
+    st.sampled_from(list("\u0300\u0301\u0308\u0327\u0345\u20dd\u3099")),
+    st.sampled_from(list("ﬁﬂ①Ⅻ㎏ｶﾞＡａ½²ſǅ㈱ℌ™…‥")),
+    st.sampled_from(list("猫吾輩はであるカタカナ가나다αβγЖжé")),
+    st.sampled_from(["<sep>", "Botchan", "ab", "<cls>", "<unk>", "\u2581", "\x00", "\ufffd", "😀", "👍🏽"]),
+    st.characters(codec="utf-8"),
+)
+_TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "nfkc_no_dummy_prefix"])
+@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
+def test_random_text_matches_sentencepiece(model, texts):
+    different = differences(model, texts)
+    assert not different, different[0]
+
+
+@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(data=st.lists(st.binary(max_size=24), min_size=1, max_size=16))
+def test_random_bytes_match_sentencepiece(data):
+    """Invalid UTF-8: SentencePiece reads one U+FFFD per invalid byte."""
+    encode, reference = encoders("shared")
+    got = encode(tf.constant(data)).to_list()
+    assert got == [reference.encode(text) for text in data]
+
+
+def test_invalid_utf8_by_hand():
+    encode, reference = encoders("shared")
+    # A truncated three-byte sequence is two invalid bytes: two U+FFFD, which form one unknown piece.
+    for text in [b"a\xe2\x82b", b"\xff", b"\xf0\x9f\x98a", b"\xed\xa0\x80", b"\xef\xbf\xbd"]:
+        assert encode(tf.constant([text])).to_list()[0] == reference.encode(text)
+
+
+def test_worked_example_by_hand():
+    # "the  het" -> "▁the▁het": "▁the" (-1) beats "▁"+"t"+"h"+"e" (-11); "▁het" has no piece longer
+    # than one character, so it is "▁" "h" "e" "t". The doubled space is removed.
+    vocab = [("<unk>", 0.0), ("▁the", -1.0), ("▁", -2.0), ("t", -3.0), ("h", -3.0), ("e", -3.0)]
+    layer = UnigramLayer(vocab)
+    assert layer("the  het").numpy().tolist() == [1, 2, 4, 5, 3]
+    # Unknown characters: "x" and "y" are each unknown, and consecutive unknowns merge into one.
+    assert layer("txyt").numpy().tolist() == [2, 3, 0, 3]
+    # Ties go to the segmentation whose last piece starts first: "ab" (-2) + "c" vs "a" + "bc" (-2).
+    tie = [("<unk>", 0.0), ("▁", -1.0), ("a", -1.0), ("c", -1.0), ("ab", -2.0), ("bc", -2.0)]
+    assert UnigramLayer(tie, add_dummy_prefix=False)("abc").numpy().tolist() == [2, 5]
+
+
+def test_list_and_tsv_vocabularies_agree_with_sentencepiece(tmp_path):
+    model = spm_model.load(model_bytes("shared"))
+    pairs = [(piece, score) for piece, score, _ in model.pieces]
+    path = tmp_path / "vocab.tsv"
+    path.write_text("".join(f"{piece}\t{score}\n" for piece, score in pairs), encoding="utf-8")
+    # A list vocabulary is not rewritten (the identity normalizer): SentencePiece with the same pieces
+    # and scores and the identity normalizer is the reference.
+    rebuilt = spm_model.serialize(model.pieces, spm_model.Normalizer(name="identity"))
+    reference = spm_module().SentencePieceProcessor(model_proto=rebuilt)
+    texts = ["Hello world, this is a test.", "Ｆｕｌｌ width is not folded", "  spaced   out ", ""]
+    expected = reference.encode(texts)
+    assert UnigramLayer(pairs)(texts).to_list() == expected
+    assert UnigramLayer(str(path))(texts).to_list() == expected
+    assert UnigramLayer(pairs).get_scores() == [float(np.float32(score)) for _, score in pairs]
+
+
+def test_pieces_across_words_and_exact_ties_match_sentencepiece():
+    """A piece holding "▁" inside makes words inseparable (whole lines are segmented); equal pieces in
+    another order ("....." as "." + "...." or "...." + ".") tie exactly, and lines with such ties are
+    segmented exactly too."""
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1),
+              ("a▁b", -4.0, 1), ("▁a", -2.5, 1), (".", -1.5, 1), ("....", -3.0, 1), ("..", -2.75, 1)]
+    for inside in (True, False):
+        chosen = [p for p in pieces if inside or p[0] != "a▁b"]
+        data = spm_model.serialize(chosen, spm_model.Normalizer(name="identity"))
+        reference = spm_module().SentencePieceProcessor(model_proto=data)
+        texts = ["a b a b", "ab ..... a.....b", "b a b" * 20, "....... ...... ....."]
+        assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
+
+
+def test_serialized_model_loads_in_sentencepiece():
+    layer = UnigramLayer([("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("▁a", -1.0), ("a", -2.0), ("b", -2.5)])
+    reference = spm_module().SentencePieceProcessor(model_proto=layer.serialized_model())
+    for text in ["a ab", "bba", "  a  "]:
+        assert layer(text).numpy().tolist() == reference.encode(text)
+
+
+def test_detokenize_matches_sentencepiece_decode():
+    encode, reference = encoders("shared")
+    layer = UnigramLayer(model_bytes("shared"))
+    lines = nonempty_lines(shared_file("wikitext2-test.txt"))[:300] + ["Ünïcödé ☃ text", "a  b"]
+    ids = layer(lines)
+    decoded = [t.decode("utf-8") for t in layer.detokenize(ids).numpy().tolist()]
+    assert decoded == [reference.decode(row) for row in ids.to_list()]
+
+
+def test_shapes_padding_and_string_output():
+    layer = UnigramLayer(model_bytes("shared"), sequence_length=6)
+    ids = layer(tf.constant([["Hello world"], ["a"]]))
+    assert ids.shape == (2, 6)
+    reference = encoders("shared")[1]
+    assert ids.numpy()[0].tolist() == (reference.encode("Hello world") + [0] * 6)[:6]
+    pieces = UnigramLayer(model_bytes("shared"), dtype="string")("Hello world").numpy().tolist()
+    assert [p.decode("utf-8") for p in pieces] == reference.encode("Hello world", out_type=str)
+    assert UnigramLayer(model_bytes("shared"))(tf.constant([], tf.string)).to_list() == []
+
+
+def test_long_line_and_empty_strings():
+    encode, reference = encoders("shared")
+    line = " ".join(["tokenization"] * 100_000)  # 1.3 MB
+    assert encode(tf.constant([line, "", "   "])).to_list() == [reference.encode(line), [], []]
+
+
+def test_bad_models_raise_value_error(tmp_path):
+    spm = spm_module()
+    bpe = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(nonempty_lines(shared_file("botchan.txt"))[:500]), model_writer=bpe,
+        model_type="bpe", vocab_size=300, minloglevel=2,
+    )
+    with pytest.raises(ValueError, match="type 'bpe'"):
+        UnigramLayer(bpe.getvalue())
+    with pytest.raises(ValueError, match="Not a valid SentencePiece model"):
+        UnigramLayer(model_bytes("shared")[:1000])
+    corrupt = tmp_path / "corrupt.model"
+    corrupt.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    with pytest.raises(ValueError, match="Not a valid SentencePiece model"):
+        UnigramLayer(str(corrupt))
+    with pytest.raises(ValueError, match="unknown token"):
+        UnigramLayer([("a", -1.0)])
+    with pytest.raises(ValueError, match="not finite"):
+        UnigramLayer([("<unk>", 0.0), ("a", float("nan"))])
+    with pytest.raises(ValueError, match="twice"):
+        UnigramLayer([("<unk>", 0.0), ("a", -1.0), ("a", -2.0)])
+    with pytest.raises(ValueError, match="not a file"):
+        UnigramLayer(str(tmp_path / "missing.model"))
+
+
+def test_keras_save_load_and_config(tmp_path):
+    layer = UnigramLayer(model_bytes("shared"), sequence_length=8, name="pieces")
+    model = keras.Sequential([keras.Input(shape=(), dtype="string"), layer])
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    texts = tf.constant(["Hello world", "The Ｆｕｌｌ width"])
+    assert (loaded(texts).numpy() == model(texts).numpy()).all()
+    config = layer.get_config()
+    assert config["vocabulary"] is None and config["sequence_length"] == 8
+
+
+def test_tf_data_single_and_batched():
+    layer = UnigramLayer(model_bytes("shared"))
+    lines = nonempty_lines(shared_file("botchan.txt"))[:64]
+    dataset = tf.data.Dataset.from_tensor_slices(lines)
+    single = [row.numpy().tolist() for row in dataset.map(layer)]
+    batched = [row for batch in dataset.batch(16).map(layer) for row in batch.to_list()]
+    assert single == batched == layer(lines).to_list()
+
+
+@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces"])
+def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
+    texts = ["Hello world!", "Ｆｕｌｌ-width ﬁ <sep> Botchan", "", "\xff bad", "吾輩は猫である"]
+    expected = encoders(model)[1].encode(texts)
+    length = 32
+    layer = UnigramLayer(model_bytes(model), sequence_length=length)
+    inputs = keras.Input(shape=(), dtype="string")
+    keras.Model(inputs, layer(inputs)).export(tmp_path / "exported", verbose=False)
+    (served,) = serve(tmp_path / "exported", texts).values()
+    assert served == [(row + [0] * length)[:length] for row in expected]
+    # A ragged result, through tf.saved_model.save.
+    ragged = UnigramLayer(model_bytes(model))
+    module = tf.Module()
+    module.layer = ragged
+    module.f = tf.function(lambda x: {"ids": ragged(x).to_tensor(-1)}, input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "module"), signatures={"serving_default": module.f})
+    rows = serve(tmp_path / "module", texts)["ids"]
+    assert [[i for i in row if i >= 0] for row in rows] == expected
