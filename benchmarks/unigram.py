@@ -2,17 +2,23 @@
 
     python benchmarks/unigram.py [--rounds 5]
 
-Models: the shared `sentencepiece-test-unigram-en-1000.model`, and an 8,000-piece unigram model that
+Models: the shared `sentencepiece-test-unigram-en-1000.model`, and a 7,000-piece unigram model that
 SentencePiece trains here on wikitext-2 test (default `nmt_nfkc`). Text: the non-empty lines of
 wikitext-2 valid, at batch 1024 and batch 1. Every system runs in this process, interleaved, round
 after round; the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio
 tfsubword / system (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 
-(`train_unigram` does not exist yet, so there is no training comparison here.)
+Training: `train_unigram` and SentencePiece's unigram trainer (2 threads, identity normalization, as
+ours), each in its own subprocess, on wikitext-2 test at 7,000 pieces (SentencePiece refuses 8,000
+there: "Vocabulary size too high"): wall time, peak RSS, and tokens per line on wikitext-2 valid
+with each system's own encoder.
 """
 
 import argparse
 import io
+import json
+import resource
+import subprocess
 import os
 import pathlib
 import statistics
@@ -49,9 +55,9 @@ def models():
     trained = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines_of("wikitext2-test.txt")), model_writer=trained, model_type="unigram",
-        vocab_size=8000, minloglevel=2,
+        vocab_size=7000, minloglevel=2,
     )
-    return {"shared en-1000": (DATA / "sentencepiece-test-unigram-en-1000.model").read_bytes(), "wikitext 8k": trained.getvalue()}
+    return {"shared en-1000": (DATA / "sentencepiece-test-unigram-en-1000.model").read_bytes(), "wikitext 7k": trained.getvalue()}
 
 
 def systems(model):
@@ -88,11 +94,68 @@ def measure(found, batches, rounds):
     return {name: statistics.median(values) for name, values in timings.items()}
 
 
+TRAIN_SIZE = 7000
+
+
+def train_one(system):
+    """Train in this process; print time, peak RSS and tokens per line as JSON."""
+    import sentencepiece as spm
+
+    lines, valid = lines_of("wikitext2-test.txt"), lines_of("wikitext2-valid.txt")
+    start = time.perf_counter()
+    if system == "tfsubword":
+        from tfsubword import train_unigram
+
+        vocabulary = train_unigram(files=[str(DATA / "wikitext2-test.txt")], vocab_size=TRAIN_SIZE, show_progress=False)
+        seconds = time.perf_counter() - start
+        tokens = sum(map(len, UnigramLayer(vocabulary)(valid).to_list()))
+        size = len(vocabulary)
+    else:
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=TRAIN_SIZE,
+            normalization_rule_name="identity", num_threads=2, minloglevel=2,
+        )
+        seconds = time.perf_counter() - start
+        processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+        tokens = sum(map(len, processor.encode(valid)))
+        size = processor.get_piece_size()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "tokens_per_line": tokens / len(valid), "pieces": size}))
+
+
+def training_table(rounds):
+    results = {"tfsubword": [], "SentencePiece": []}
+    for _ in range(rounds):
+        for system in results:
+            out = subprocess.run([sys.executable, __file__, "--train-one", system], capture_output=True, text=True)
+            if out.returncode:
+                sys.exit(out.stderr[-3000:])
+            results[system].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"\ntraining on wikitext-2 test, {TRAIN_SIZE} pieces ({rounds} rounds, medians; peak RSS includes imports)")
+    print("| trainer | seconds | peak RSS MB | tokens/line (valid) | pieces |\n|---|---:|---:|---:|---:|")
+    medians = {}
+    for system, runs in results.items():
+        medians[system] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        m = medians[system]
+        print(f"| {system} | {m['seconds']:.2f} | {m['peak_mb']:.0f} | {m['tokens_per_line']:.2f} | {m['pieces']:.0f} |")
+    ours, theirs = medians["tfsubword"], medians["SentencePiece"]
+    print(f"time {ours['seconds'] / theirs['seconds']:.2f}x SentencePiece's, memory {ours['peak_mb'] / theirs['peak_mb']:.2f}x, "
+          f"tokens per line {ours['tokens_per_line'] / theirs['tokens_per_line']:.3f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--single", type=int, default=300, help="lines encoded one at a time")
+    parser.add_argument("--train-one", choices=("tfsubword", "SentencePiece"), help=argparse.SUPPRESS)
+    parser.add_argument("--skip-encoding", action="store_true")
     args = parser.parse_args()
+    if args.train_one:
+        return train_one(args.train_one)
+    training_table(min(args.rounds, 3))
+    if args.skip_encoding:
+        return
     lines = lines_of("wikitext2-valid.txt")
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     print(f"{len(lines)} lines, {megabytes:.2f} MB of wikitext-2 valid; {args.rounds} rounds, medians")

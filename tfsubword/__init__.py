@@ -6,7 +6,7 @@ merge loop in `tfsubword.train.wordpiece`) can be used without loading TensorFlo
 
 import importlib
 
-__all__ = ["BertPreprocessor", "SegmentPacker", "UnigramLayer", "WordPieceLayer", "train_wordpiece"]
+__all__ = ["BertPreprocessor", "SegmentPacker", "UnigramLayer", "WordPieceLayer", "train_unigram", "train_wordpiece"]
 __version__ = "0.1.0"
 
 _PUBLIC = {
@@ -14,6 +14,7 @@ _PUBLIC = {
     "SegmentPacker": "tfsubword.packing",
     "UnigramLayer": "tfsubword.unigram",
     "WordPieceLayer": "tfsubword.wordpiece",
+    "train_unigram": "tfsubword.train",
     "train_wordpiece": "tfsubword.train",
 }
 

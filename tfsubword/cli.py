@@ -1,6 +1,7 @@
 """The `tfsubword` command line: argument parsing only; the work is done by the library.
 
     tfsubword train wordpiece --vocab-size 30000 --output vocab.txt corpus.txt ...   ("-" reads stdin)
+    tfsubword train unigram --vocab-size 8000 --output model.model corpus.txt ...
     tfsubword tokenize --vocab vocab.txt "Some text" ...                            (stdin without text)
     tfsubword demo
 """
@@ -51,6 +52,17 @@ def build_parser():
     wordpiece.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                            help="progress bars on standard error (default: yes)")
 
+    unigram = algorithms.add_parser("unigram", help="learn a unigram vocabulary (SentencePiece's algorithm)")
+    unigram.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
+    unigram.add_argument("--output", "-o", required=True,
+                         help="where to write the SentencePiece .model file (a piece<TAB>score .vocab goes beside it)")
+    unigram.add_argument("--vocab-size", type=int, default=8000, help="pieces to learn, meta pieces included (default: 8000)")
+    unigram.add_argument("--character-coverage", type=float, default=0.9995,
+                         help="share of characters that must be pieces (default: 0.9995)")
+    unigram.add_argument("--max-piece-length", type=int, default=16, help="longest piece, in characters (default: 16)")
+    unigram.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                         help="progress bars on standard error (default: yes)")
+
     tokenize = commands.add_parser("tokenize", help="print the WordPiece tokens of texts")
     tokenize.add_argument("texts", nargs="*", metavar="TEXT", help="texts to tokenize; lines of stdin without any")
     tokenize.add_argument("--vocab", required=True, help="vocabulary file, one token per line")
@@ -95,6 +107,8 @@ def _normalization_options(arguments):
 
 
 def _train(arguments):
+    if arguments.model == "unigram":
+        return _train_unigram(arguments)
     from tfsubword.train import train_wordpiece
     from tfsubword.vocab import write_vocabulary
 
@@ -110,6 +124,24 @@ def _train(arguments):
     )
     write_vocabulary(vocabulary, arguments.output)
     print(f"wrote {len(vocabulary)} tokens to {arguments.output}", file=sys.stderr)
+    return 0
+
+
+def _train_unigram(arguments):
+    from tfsubword.train import train_unigram
+    from tfsubword.unigram import write_atomically
+
+    vocabulary = train_unigram(
+        files=arguments.files,
+        vocab_size=arguments.vocab_size,
+        model_file=arguments.output,
+        character_coverage=arguments.character_coverage,
+        max_piece_length=arguments.max_piece_length,
+        show_progress=arguments.progress,
+    )
+    scores = os.path.splitext(arguments.output)[0] + ".vocab"
+    write_atomically(scores, "".join(f"{piece}\t{score}\n" for piece, score in vocabulary).encode("utf-8"))
+    print(f"wrote {len(vocabulary)} pieces to {arguments.output} and {scores}", file=sys.stderr)
     return 0
 
 

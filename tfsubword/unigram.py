@@ -413,7 +413,7 @@ class UnigramLayer(TokenizerLayer):
 
     def save_assets(self, dir_path):
         self._require_vocabulary()
-        _write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
+        write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
 
     def load_assets(self, dir_path):
         with open(os.path.join(dir_path, _MODEL_ASSET), "rb") as file:
@@ -608,6 +608,25 @@ class Viterbi(tf.Module):
         return paths
 
 
+def word_counter(normalizer_spec):
+    """For `count_words`: lines -> their words as this normalizer makes them, each starting at a
+    space symbol (or at the start of its line)."""
+    from tfsubword.train.counting import batch_counter
+
+    normalizer = SentencePieceNormalizer(normalizer_spec)
+
+    def words_of(lines):
+        values, splits = normalizer.normalize(lines)
+        size = tf.size(values)
+        position = tf.range(tf.cast(size, tf.int64))
+        rows = ops.row_ids(splits, size)
+        starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (values == normalizer.space))
+        word_splits = tf.concat([starts, [tf.cast(size, tf.int64)]], axis=0)
+        return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(values, word_splits, validate=False), "UTF-8")
+
+    return batch_counter(words_of)
+
+
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
     rows = ops.row_ids(splits, tf.size(ids))
@@ -643,7 +662,8 @@ def _read_scores(data, path):
     return pairs
 
 
-def _write_atomically(path, data):
+def write_atomically(path, data):
+    """Write bytes so that readers see the old file or the whole new one."""
     directory = os.path.dirname(os.path.abspath(path))
     descriptor, temporary = tempfile.mkstemp(prefix=".model-", dir=directory)
     try:

@@ -93,3 +93,83 @@ def _check_arguments(vocab_size, special_tokens, suffix_indicator, min_frequency
     for token in special_tokens:
         if not isinstance(token, str) or not token or "\n" in token or "\r" in token:
             raise ValueError(f"Special tokens must be non-empty str without line breaks. Received: {token!r}.")
+
+
+def train_unigram(
+    corpus=None,
+    vocab_size=8000,
+    *,
+    files=None,
+    model_file=None,
+    character_coverage=0.9995,
+    max_piece_length=16,
+    add_dummy_prefix=True,
+    remove_extra_whitespaces=True,
+    split_by_script=True,
+    seed_size=1_000_000,
+    shrinking_factor=0.75,
+    num_sub_iterations=2,
+    show_progress=True,
+):
+    """Learn a unigram vocabulary, SentencePiece's way, returned as `[(piece, log_probability), ...]`.
+
+    The first three pieces are `<unk>`, `<s>` and `</s>` (score 0), as SentencePiece's; the rest are best
+    first. Words are counted with `UnigramLayer`'s own normalizer in the graph: whitespace runs collapse,
+    `▁` marks each word's start (`add_dummy_prefix`), the text is otherwise kept as it is (the
+    `identity` character map: NFKC folding is not built yet). See `tfsubword.train.unigram` for the
+    algorithm: seed substrings, EM with forward-backward, pruning by likelihood loss.
+
+    Args:
+        corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count whose
+            words already carry their `▁` marks. Pass this or `files`.
+        vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
+            warning, when the corpus does not have enough.
+        files: paths of UTF-8 text files, read lazily line by line.
+        model_file: optional path: also write a SentencePiece `.model` file there (atomically), which
+            `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load.
+        character_coverage: the share of the text's characters that must be pieces; rarer characters
+            become `<unk>`. Defaults to 0.9995, as SentencePiece.
+        max_piece_length: int. The longest piece, in characters. Defaults to 16.
+        add_dummy_prefix, remove_extra_whitespaces: the normalizer's switches. Default True.
+        split_by_script: bool. Pieces never mix scripts (letters of one script, digits, punctuation).
+        seed_size, shrinking_factor, num_sub_iterations: SentencePiece's training knobs.
+        show_progress: bool. Progress bars on standard error.
+    """
+    from tfsubword import sentencepiece_model as spm_model
+    from tfsubword.train.unigram import META_PIECES, learn_unigram
+
+    for name, value, low in (("vocab_size", vocab_size, len(META_PIECES) + 1), ("max_piece_length", max_piece_length, 1),
+                             ("seed_size", seed_size, 1), ("num_sub_iterations", num_sub_iterations, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"`{name}` must be an int of at least {low}. Received: {name}={value!r}.")
+    if not 0 < character_coverage <= 1:
+        raise ValueError(f"`character_coverage` must be in (0, 1]. Received: {character_coverage!r}.")
+    if not 0 < shrinking_factor < 1:
+        raise ValueError(f"`shrinking_factor` must be in (0, 1). Received: {shrinking_factor!r}.")
+    normalizer = spm_model.Normalizer(
+        name="identity", add_dummy_prefix=add_dummy_prefix, remove_extra_whitespaces=remove_extra_whitespaces
+    )
+    from tfsubword.train.counting import count_words
+    from tfsubword.unigram import word_counter
+
+    counts = count_words(corpus, files=files, show_progress=show_progress, count_batch=word_counter(normalizer))
+    with Progress("pruning pieces", total=None, enabled=show_progress, unit=" pieces left") as bar:
+        pieces = learn_unigram(
+            counts,
+            vocab_size,
+            max_piece_length=max_piece_length,
+            character_coverage=character_coverage,
+            seed_size=seed_size,
+            shrinking_factor=shrinking_factor,
+            num_sub_iterations=num_sub_iterations,
+            split_by_script=split_by_script,
+            progress=lambda alive, desired: bar.update(alive),
+        )
+    vocabulary = [(piece, 0.0) for piece in META_PIECES] + pieces
+    if model_file is not None:
+        kinds = [spm_model.UNKNOWN, spm_model.CONTROL, spm_model.CONTROL] + [spm_model.NORMAL] * len(pieces)
+        data = spm_model.serialize([(p, s, k) for (p, s), k in zip(vocabulary, kinds)], normalizer)
+        from tfsubword.unigram import write_atomically
+
+        write_atomically(model_file, data)
+    return vocabulary

@@ -19,7 +19,14 @@ BATCH_LINES = 1024
 
 
 def count_words(
-    corpus=None, *, files=None, lowercase=True, strip_accents=None, split_on_cjk=True, show_progress=False
+    corpus=None,
+    *,
+    files=None,
+    lowercase=True,
+    strip_accents=None,
+    split_on_cjk=True,
+    show_progress=False,
+    count_batch=None,
 ):
     """Word -> count, in first-occurrence order.
 
@@ -29,13 +36,15 @@ def count_words(
         files: paths of UTF-8 text files (`"-"`: standard input), read lazily line by line.
 
     Lines that are not valid UTF-8 are read with U+FFFD for each invalid sequence (which normalization
-    deletes), and their number is reported once, as a warning.
+    deletes), and their number is reported once, as a warning. `count_batch` replaces BERT's words by
+    another pre-tokenization: a function `[n]` lines -> (distinct words, counts, invalid lines, bytes),
+    as `batch_counter` makes.
     """
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
     if isinstance(corpus, collections.abc.Mapping):
         return _checked_counts(corpus)
-    count_batch = _batch_counter(lowercase, strip_accents, split_on_cjk)
+    count_batch = count_batch or _batch_counter(lowercase, strip_accents, split_on_cjk)
     if files is not None:
         batches, total, unit = _file_batches(files)
     elif isinstance(corpus, tf.data.Dataset):
@@ -68,10 +77,16 @@ def _batch_counter(lowercase, strip_accents, split_on_cjk):
     """A function traced once per process: `[n]` lines -> (distinct words, their counts, the number of
     lines that are not valid UTF-8, the bytes read), with the layers' normalization."""
     normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
+    return batch_counter(lambda lines: normalizer.words(lines).flat_values)
+
+
+def batch_counter(words_of):
+    """A traced `[n]` lines -> (distinct words, counts, invalid lines, bytes) from `words_of`, a graph
+    function `[n]` lines -> `[m]` words."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def count_batch(lines):
-        words, _, counts = tf.unique_with_counts(normalizer.words(lines).flat_values, out_idx=tf.int64)
+        words, _, counts = tf.unique_with_counts(words_of(lines), out_idx=tf.int64)
         # Valid UTF-8 transcodes to itself byte for byte; invalid sequences are dropped.
         valid = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore") == lines
         invalid = tf.reduce_sum(tf.cast(~valid, tf.int64))

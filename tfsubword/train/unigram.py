@@ -1,0 +1,397 @@
+"""Unigram vocabulary learning (seed 001): frequent substrings, EM over the segmentation lattice, pruning.
+
+Pure Python + NumPy over word counts (words carry their `▁` word-boundary mark). The steps follow
+SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
+
+1. Seed pieces: every substring of a word, up to `max_piece_length` characters, that occurs at least
+   twice (counted exactly, length by length, with NumPy), never holding `▁` after its first character,
+   unknown characters, or characters of two scripts; the `seed_size` with the largest
+   frequency x length, plus every required character. Scores start as log relative frequencies.
+2. EM: expected piece counts by forward-backward over each word's lattice (all words at once, one
+   position per step), then new scores digamma(count) - digamma(total) (a sparse Bayesian prior), and
+   pieces expected less than 0.5 times are dropped.
+3. Pruning: for each piece, the best segmentation of its own text by the other pieces; the loss of the
+   corpus likelihood if its Viterbi occurrences were split that way. The pieces losing the least go,
+   keeping `shrinking_factor` of them per round, until `1.1 x vocab_size` remain.
+4. The vocabulary: the required characters, then the best-scored pieces up to `vocab_size`.
+"""
+
+import math
+import unicodedata
+import warnings
+
+import numpy as np
+
+SPACE = "\u2581"
+META_PIECES = ("<unk>", "<s>", "</s>")
+_UNKNOWN_PENALTY = 10.0
+
+
+def learn_unigram(
+    word_counts,
+    vocab_size,
+    *,
+    max_piece_length=16,
+    character_coverage=0.9995,
+    seed_size=1_000_000,
+    shrinking_factor=0.75,
+    num_sub_iterations=2,
+    split_by_script=True,
+    progress=None,
+):
+    """`word -> count` -> `[(piece, log_probability)]`, best first, `vocab_size - 3` pieces (the three
+    meta pieces `<unk>`, `<s>`, `</s>` are the caller's). Fewer, with a warning, when the corpus lacks
+    pieces."""
+    words = [word for word, count in word_counts.items() if count > 0 and word]
+    counts = np.array([word_counts[word] for word in words], np.float64)
+    if not words:
+        raise ValueError("The word counts are empty: there is nothing to learn from.")
+    wanted = vocab_size - len(META_PIECES)
+    if wanted < 1:
+        raise ValueError(f"`vocab_size` must be more than {len(META_PIECES)} (the meta pieces). Received {vocab_size}.")
+    corpus = _Corpus(words, counts, character_coverage)
+    pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script)
+    model = _Model(corpus, pieces, scores)
+    desired = int(vocab_size * 1.1)
+    rounds = 0
+    while True:
+        for _ in range(num_sub_iterations):
+            model.em_step()
+        rounds += 1
+        if progress:
+            progress(len(model.alive_pieces()), desired)
+        if len(model.alive_pieces()) <= desired:
+            break
+        model.prune(max(desired, int(shrinking_factor * len(model.alive_pieces()))))
+    final = model.finalize(wanted)
+    if len(final) < wanted:
+        warnings.warn(
+            f"The corpus yields only {len(final) + len(META_PIECES)} pieces; returning them instead of {vocab_size}.",
+            stacklevel=3,
+        )
+    return final
+
+
+class _Corpus:
+    """The distinct words as one code-point array: word w holds [starts[w], ends[w]), followed by -1."""
+
+    def __init__(self, words, counts, character_coverage):
+        self.words, self.counts = words, counts
+        lengths = np.array([len(word) for word in words], np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
+        self.ends = self.starts + lengths
+        text = "\x00".join(words) + "\x00"
+        self.chars = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int64)
+        self.chars[self.ends] = -1
+        self.weights = np.repeat(counts, lengths + 1)  # the count of the word each position belongs to
+        # Required characters: the most frequent, until they cover `character_coverage` of the text.
+        inside = self.chars >= 0
+        codes, inverse = np.unique(self.chars[inside], return_inverse=True)
+        char_counts = np.bincount(inverse, weights=self.weights[inside])
+        order = sorted(range(len(codes)), key=lambda i: (-char_counts[i], codes[i]))
+        total, covered, required = char_counts.sum(), 0.0, []
+        for i in order:
+            if covered / total >= character_coverage:
+                break
+            covered += char_counts[i]
+            required.append(i)
+        self.required = {chr(codes[i]): float(char_counts[i]) for i in required}
+        known = np.zeros(len(codes), bool)
+        known[required] = True
+        self.known = np.zeros(len(self.chars), bool)
+        self.known[np.nonzero(inside)[0]] = known[inverse]
+        self.max_length = int(lengths.max())
+
+    def seeds(self, max_piece_length, seed_size, split_by_script):
+        """Seed pieces and their initial log-probabilities; also records, per length, the piece (or -1)
+        that each window of the text is, for the lattices."""
+        chars, n = self.chars, len(self.chars)
+        bad = ~self.known  # separators and unknown characters
+        space = chars == ord(SPACE)
+        scripts = _scripts(chars) if split_by_script else np.zeros(n, np.int64)
+        changes = np.concatenate([[0], (scripts[1:] != scripts[:-1]).astype(np.int64)])
+        bad_sum = np.concatenate([[0], np.cumsum(bad)])
+        space_sum = np.concatenate([[0], np.cumsum(space)])
+        change_sum = np.concatenate([[0], np.cumsum(changes)])
+        candidates = []  # (score, length, window key) of each frequent substring
+        self._windows = {}
+        for length in range(2, min(max_piece_length, self.max_length) + 1):
+            first = np.arange(n - length + 1)
+            last = first + length
+            valid = (bad_sum[last] - bad_sum[first] == 0) & (space_sum[last] - space_sum[first + 1] == 0)
+            # A script change is allowed only right after a leading "▁".
+            after = first + 1 + space[first[: len(first)]].astype(np.int64)
+            valid &= change_sum[last] - change_sum[np.minimum(after, last)] == 0
+            positions = np.nonzero(valid)[0]
+            if not len(positions):
+                continue
+            windows = np.lib.stride_tricks.sliding_window_view(chars, length)[positions]
+            keys = np.ascontiguousarray(windows.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
+            unique, inverse = np.unique(keys, return_inverse=True)
+            frequency = np.bincount(inverse, weights=self.weights[positions])
+            frequent = np.nonzero(frequency >= 2)[0]
+            self._windows[length] = (positions, inverse, unique)
+            candidates.extend(zip((frequency[frequent] * length).tolist(), [length] * len(frequent), frequent.tolist()))
+        candidates.sort(key=lambda c: -c[0])
+        candidates = candidates[:seed_size]
+        pieces = list(self.required)
+        frequencies = list(self.required.values())
+        self._piece_of_window = {}
+        by_length = {}
+        for score, length, key in candidates:
+            by_length.setdefault(length, []).append((key, len(pieces)))
+            pieces.append(None)
+            frequencies.append(score / length)
+        for length, entries in by_length.items():
+            positions, inverse, unique = self._windows[length]
+            piece_of_key = np.full(len(unique), -1, np.int64)
+            keys, indices = np.array([k for k, _ in entries]), np.array([i for _, i in entries])
+            piece_of_key[keys] = indices
+            for key, index in entries:
+                pieces[index] = np.frombuffer(unique[key].tobytes(), np.int32).tobytes().decode("utf-32-le")
+            self._piece_of_window[length] = (positions, piece_of_key[inverse])
+        frequencies = np.array(frequencies)
+        return pieces, np.log(frequencies) - np.log(frequencies.sum())
+
+    def edges(self, pieces):
+        """All (start, length, piece) of the text's windows that are pieces, lengths 1 and up."""
+        single = self._single_pieces({piece: i for i, piece in enumerate(pieces) if len(piece) == 1})
+        starts, lengths, ids = [np.nonzero(single >= 0)[0]], [], []
+        lengths.append(np.ones(len(starts[0]), np.int64))
+        ids.append(single[starts[0]])
+        for length, (positions, piece) in self._piece_of_window.items():
+            hit = piece >= 0
+            starts.append(positions[hit])
+            lengths.append(np.full(int(hit.sum()), length, np.int64))
+            ids.append(piece[hit])
+        return np.concatenate(starts), np.concatenate(lengths), np.concatenate(ids)
+
+    def _single_pieces(self, index):
+        codes = np.array([ord(c) for c in index], np.int64)
+        values = np.array(list(index.values()), np.int64)
+        order = np.argsort(codes)
+        codes, values = codes[order], values[order]
+        slot = np.clip(np.searchsorted(codes, self.chars), 0, max(len(codes) - 1, 0))
+        found = (codes[slot] == self.chars) & (self.chars >= 0) if len(codes) else np.zeros(len(self.chars), bool)
+        return np.where(found, values[slot] if len(codes) else -1, -1)
+
+
+class _Model:
+    """Pieces with scores and an alive mask, and the lattice of the corpus over them."""
+
+    def __init__(self, corpus, pieces, scores):
+        self.corpus, self.pieces = corpus, pieces
+        self.scores = np.asarray(scores, np.float64)
+        self.alive = np.ones(len(pieces), bool)
+        self.edge_start, self.edge_length, self.edge_piece = corpus.edges(pieces)
+        self.piece_length = np.array([len(p) for p in pieces], np.int64)
+        # One occurrence of each piece, where its own lattice is read from the corpus's.
+        self.occurrence = np.full(len(pieces), -1, np.int64)
+        order = np.argsort(self.edge_start, kind="stable")[::-1]
+        self.occurrence[self.edge_piece[order]] = self.edge_start[order]
+        chars = corpus.chars
+        self.word_of_position = np.cumsum(chars < 0) - (chars < 0)  # separators belong to the word before
+        self.word_start_of_position = corpus.starts[self.word_of_position]
+
+    def alive_pieces(self):
+        return np.nonzero(self.alive)[0]
+
+    def _lattice(self):
+        """The alive edges, plus an unknown edge for each position that starts no one-character piece."""
+        keep = self.alive[self.edge_piece]
+        start, length, piece = self.edge_start[keep], self.edge_length[keep], self.edge_piece[keep]
+        chars = self.corpus.chars
+        covered = np.zeros(len(chars), bool)
+        covered[start[length == 1]] = True
+        unknown = np.nonzero(~covered & (chars >= 0))[0]
+        alive_scores = self.scores[self.alive]
+        unknown_score = (alive_scores.min() if len(alive_scores) else 0.0) - _UNKNOWN_PENALTY
+        scores = np.concatenate([self.scores[piece], np.full(len(unknown), unknown_score)])
+        start = np.concatenate([start, unknown])
+        length = np.concatenate([length, np.ones(len(unknown), np.int64)])
+        piece = np.concatenate([piece, np.full(len(unknown), -1)])
+        return start, start + length, piece, scores
+
+    def _passes(self, start, end, scores, reduce):
+        """Forward values at every position (word starts 0) with `reduce` over incoming edges."""
+        chars = self.corpus.chars
+        relative_end = end - self.word_start_of_position[start]
+        order = np.lexsort((end, relative_end))
+        start, end, scores, relative_end = start[order], end[order], scores[order], relative_end[order]
+        values = np.full(len(chars) + 1, -np.inf)
+        values[self.corpus.starts] = 0.0
+        bounds = np.searchsorted(relative_end, np.arange(self.corpus.max_length + 2))
+        for t in range(1, self.corpus.max_length + 1):
+            a, b = bounds[t], bounds[t + 1]
+            if a == b:
+                continue
+            group_end = end[a:b]
+            heads = np.concatenate([[0], np.nonzero(group_end[1:] != group_end[:-1])[0] + 1])
+            values[group_end[heads]] = reduce.reduceat(values[start[a:b]] + scores[a:b], heads)
+        return values, order
+
+    def em_step(self):
+        start, end, piece, scores = self._lattice()
+        alpha, _ = self._passes(start, end, scores, np.logaddexp)
+        # Backward: the same pass over the reversed text (positions mirrored within each word).
+        corpus = self.corpus
+        word = self.word_of_position[start]
+        mirror_start = corpus.starts[word] + (corpus.ends[word] - end)
+        mirror_end = mirror_start + (end - start)
+        beta_mirrored, _ = self._passes(mirror_start, mirror_end, scores, np.logaddexp)
+        position = np.arange(len(corpus.chars) + 1)
+        position_word = np.minimum(self.word_of_position[np.minimum(position, len(corpus.chars) - 1)], len(corpus.starts) - 1)
+        mirrored = corpus.starts[position_word] + (corpus.ends[position_word] - position)
+        beta = beta_mirrored[np.clip(mirrored, 0, len(corpus.chars))]
+        total = alpha[corpus.ends]
+        posterior = np.exp(alpha[start] + scores + beta[end] - total[word]) * corpus.counts[word]
+        known = piece >= 0
+        expected = np.bincount(piece[known], weights=posterior[known], minlength=len(self.pieces))
+        # M-step: digamma(count) - digamma(total), dropping pieces expected less than half a time.
+        self.alive &= expected >= 0.5
+        kept = expected[self.alive]
+        self.scores = np.where(self.alive, _digamma(np.maximum(expected, 0.5)) - _digamma(kept.sum()), -np.inf)
+
+    def _viterbi_counts(self):
+        start, end, piece, scores = self._lattice()
+        best, order = self._passes(start, end, scores, np.maximum)
+        start, end, piece, scores = start[order], end[order], piece[order], scores[order]
+        # The incoming edge of each position on its best path: an edge achieving the position's best.
+        achieving = np.nonzero(best[start] + scores == best[end])[0]
+        incoming = np.full(len(best), -1, np.int64)
+        incoming[end[achieving[::-1]]] = achieving[::-1]  # the first such edge wins
+        counts = np.zeros(len(self.pieces))
+        position = self.corpus.ends.copy()
+        word = np.arange(len(position))
+        while len(position):
+            edge = incoming[position]
+            known = piece[edge] >= 0
+            np.add.at(counts, piece[edge[known]], self.corpus.counts[word[known]])
+            position = start[edge]
+            more = position > self.corpus.starts[word]
+            position, word = position[more], word[more]
+        return counts
+
+    def _alternatives(self, candidates):
+        """For each candidate piece: its best segmentation by other pieces (list of piece ids), or None
+        when it has none; and whether some segmentation scores better than the piece itself."""
+        start, end, piece, scores = self._lattice()
+        alternatives, beaten = {}, np.zeros(len(self.pieces), bool)
+        lookup = {(s, e): (p, sc) for s, e, p, sc in zip(start.tolist(), end.tolist(), piece.tolist(), scores.tolist())}
+        for i in candidates.tolist():
+            origin, length = int(self.occurrence[i]), int(self.piece_length[i])
+            best = [0.0] + [-math.inf] * length
+            back = [None] * (length + 1)
+            for e in range(1, length + 1):
+                for s in range(e):
+                    if s == 0 and e == length:
+                        continue
+                    hit = lookup.get((origin + s, origin + e))
+                    if hit is None or best[s] == -math.inf:
+                        continue
+                    value = best[s] + hit[1]
+                    if value > best[e]:
+                        best[e], back[e] = value, (s, hit[0])
+            if best[length] == -math.inf:
+                alternatives[i] = None
+                continue
+            beaten[i] = best[length] > self.scores[i]
+            path, e = [], length
+            while e > 0:
+                s, p = back[e]
+                path.append(p)
+                e = s
+            alternatives[i] = path
+        return alternatives, beaten
+
+    def prune(self, size):
+        alive = self.alive_pieces()
+        frequency = self._viterbi_counts()
+        multi = alive[self.piece_length[alive] > 1]
+        alternatives, beaten = self._alternatives(multi)
+        total = frequency.sum()
+        word_total = self.corpus.counts.sum()
+        keep, losses = [], []
+        for i in alive.tolist():
+            if frequency[i] == 0 or beaten[i]:
+                continue
+            others = alternatives.get(i)
+            if not others:
+                keep.append(i)
+                continue
+            if any(p < 0 for p in others):
+                keep.append(i)
+                continue
+            log_piece = math.log(frequency[i]) - math.log(total)
+            log_total = math.log(total + frequency[i] * (len(others) - 1))
+            log_others = sum(math.log(frequency[p] + frequency[i]) - log_total for p in others)
+            losses.append((-(frequency[i] / word_total) * (log_piece - log_others), i))
+        losses.sort()
+        keep += [i for _, i in losses[: max(size - len(keep), 0)]]
+        alive_mask = np.zeros(len(self.pieces), bool)
+        alive_mask[keep] = True
+        self.alive = alive_mask
+
+    def finalize(self, wanted):
+        alive = self.alive_pieces()
+        scores = {self.pieces[i]: float(self.scores[i]) for i in alive}
+        lowest = min(scores.values()) if scores else 0.0
+        final, penalty = {}, 0.0
+        for char in sorted(self.corpus.required, key=lambda c: (-self.corpus.required[c], c)):
+            if char in scores:
+                final[char] = scores[char]
+            else:
+                final[char] = lowest + penalty
+                penalty += 0.0001
+        for piece, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+            if len(final) >= wanted:
+                break
+            final.setdefault(piece, score)
+        return sorted(final.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+
+
+def _scripts(chars):
+    """A script class per code point: digits, "▁", letters by script (Han with kana), and the rest."""
+    classes = {}
+    out = np.zeros(len(chars), np.int64)
+    for code in np.unique(chars).tolist():
+        if code < 0:
+            classes[code] = -1
+            continue
+        char = chr(code)
+        category = unicodedata.category(char)
+        if char == SPACE:
+            label = "SPACE"
+        elif category == "Nd":
+            label = "DIGIT"
+        elif category[0] in "LM":
+            name = unicodedata.name(char, "")
+            label = name.split(" ")[0] if name else "OTHER"
+            if label in ("CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA") or code == 0x30FC:
+                label = "HAN"
+        else:
+            label = "COMMON"
+        classes[code] = hash(label) & 0x7FFFFFFF
+    lookup_codes = np.array(list(classes), np.int64)
+    lookup_values = np.array(list(classes.values()), np.int64)
+    order = np.argsort(lookup_codes)
+    out = lookup_values[order][np.searchsorted(lookup_codes[order], chars)]
+    return out
+
+
+def _digamma(x):
+    """The digamma function for positive x (recurrence up to 7, then the asymptotic series)."""
+    x = np.asarray(x, np.float64)
+    result = np.zeros_like(x)
+    x = x.copy()
+    while True:
+        small = x < 7
+        if not small.any():
+            break
+        result[small] -= 1 / x[small]
+        x[small] += 1
+    x -= 0.5
+    inverse = 1 / x
+    inverse2 = inverse * inverse
+    series = inverse2 * (1 / 24 + inverse2 * (-7 / 960 + inverse2 * (31 / 8064 - 127 / 30720 * inverse2)))
+    return result + np.log(x) + series
