@@ -113,42 +113,40 @@ class _Corpus:
         bad_sum = np.concatenate([[0], np.cumsum(bad)])
         space_sum = np.concatenate([[0], np.cumsum(space)])
         change_sum = np.concatenate([[0], np.cumsum(changes)])
-        candidates = []  # (score, length, window key) of each frequent substring
+        scores, lengths, keys = [], [], []  # of each frequent substring, by its window key
         self._windows = {}
         for length in range(2, min(max_piece_length, self.max_length) + 1):
             first = np.arange(n - length + 1)
             last = first + length
             valid = (bad_sum[last] - bad_sum[first] == 0) & (space_sum[last] - space_sum[first + 1] == 0)
             # A script change is allowed only right after a leading "▁".
-            after = first + 1 + space[first[: len(first)]].astype(np.int64)
+            after = first + 1 + space[first].astype(np.int64)
             valid &= change_sum[last] - change_sum[np.minimum(after, last)] == 0
             positions = np.nonzero(valid)[0]
             if not len(positions):
                 continue
             windows = np.lib.stride_tricks.sliding_window_view(chars, length)[positions]
-            keys = np.ascontiguousarray(windows.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
-            unique, inverse = np.unique(keys, return_inverse=True)
+            window_keys = np.ascontiguousarray(windows.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
+            unique, inverse = np.unique(window_keys, return_inverse=True)
             frequency = np.bincount(inverse, weights=self.weights[positions])
             frequent = np.nonzero(frequency >= 2)[0]
             self._windows[length] = (positions, inverse, unique)
-            candidates.extend(zip((frequency[frequent] * length).tolist(), [length] * len(frequent), frequent.tolist()))
-        candidates.sort(key=lambda c: -c[0])
-        candidates = candidates[:seed_size]
+            scores.append(frequency[frequent] * length)
+            lengths.append(np.full(len(frequent), length))
+            keys.append(frequent)
+        scores, lengths, keys = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (scores, lengths, keys))
+        chosen = np.argsort(-scores, kind="stable")[:seed_size]
         pieces = list(self.required)
         frequencies = list(self.required.values())
         self._piece_of_window = {}
-        by_length = {}
-        for score, length, key in candidates:
-            by_length.setdefault(length, []).append((key, len(pieces)))
-            pieces.append(None)
-            frequencies.append(score / length)
-        for length, entries in by_length.items():
+        for length in np.unique(lengths[chosen]).tolist():
+            selected = chosen[lengths[chosen] == length]
             positions, inverse, unique = self._windows[length]
             piece_of_key = np.full(len(unique), -1, np.int64)
-            keys, indices = np.array([k for k, _ in entries]), np.array([i for _, i in entries])
-            piece_of_key[keys] = indices
-            for key, index in entries:
-                pieces[index] = np.frombuffer(unique[key].tobytes(), np.int32).tobytes().decode("utf-32-le")
+            piece_of_key[keys[selected]] = len(pieces) + np.arange(len(selected))
+            text = unique[keys[selected]].tobytes().decode("utf-32-le")
+            pieces += [text[i : i + length] for i in range(0, len(text), length)]
+            frequencies += (scores[selected] / length).tolist()
             self._piece_of_window[length] = (positions, piece_of_key[inverse])
         frequencies = np.array(frequencies)
         return pieces, np.log(frequencies) - np.log(frequencies.sum())
@@ -189,6 +187,9 @@ class _Model:
         self.occurrence = np.full(len(pieces), -1, np.int64)
         order = np.argsort(self.edge_start, kind="stable")[::-1]
         self.occurrence[self.edge_piece[order]] = self.edge_start[order]
+        single = self.edge_length == 1
+        self._single = np.full(len(corpus.chars), -1, np.int64)
+        self._single[self.edge_start[single]] = self.edge_piece[single]
         chars = corpus.chars
         self.word_of_position = np.cumsum(chars < 0) - (chars < 0)  # separators belong to the word before
         self.word_start_of_position = corpus.starts[self.word_of_position]
@@ -204,8 +205,7 @@ class _Model:
         covered = np.zeros(len(chars), bool)
         covered[start[length == 1]] = True
         unknown = np.nonzero(~covered & (chars >= 0))[0]
-        alive_scores = self.scores[self.alive]
-        unknown_score = (alive_scores.min() if len(alive_scores) else 0.0) - _UNKNOWN_PENALTY
+        unknown_score = self._unknown_score()
         scores = np.concatenate([self.scores[piece], np.full(len(unknown), unknown_score)])
         start = np.concatenate([start, unknown])
         length = np.concatenate([length, np.ones(len(unknown), np.int64)])
@@ -272,65 +272,83 @@ class _Model:
             position, word = position[more], word[more]
         return counts
 
-    def _alternatives(self, candidates):
-        """For each candidate piece: its best segmentation by other pieces (list of piece ids), or None
-        when it has none; and whether some segmentation scores better than the piece itself."""
-        start, end, piece, scores = self._lattice()
-        alternatives, beaten = {}, np.zeros(len(self.pieces), bool)
-        lookup = {(s, e): (p, sc) for s, e, p, sc in zip(start.tolist(), end.tolist(), piece.tolist(), scores.tolist())}
-        for i in candidates.tolist():
-            origin, length = int(self.occurrence[i]), int(self.piece_length[i])
-            best = [0.0] + [-math.inf] * length
-            back = [None] * (length + 1)
+    def _piece_at(self, positions, length):
+        """The alive piece of `length` characters starting at each of `positions`, and its score on a
+        path (-inf where there is none; an unknown character scores like SentencePiece's `<unk>`)."""
+        if length == 1:
+            piece = self._single[positions]
+        else:
+            starts, pieces = self.corpus._piece_of_window.get(length, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            slot = np.minimum(np.searchsorted(starts, positions), max(len(starts) - 1, 0))
+            piece = np.where((len(starts) > 0) & (starts[slot] == positions), pieces[slot] if len(starts) else -1, -1)
+        alive = (piece >= 0) & self.alive[np.maximum(piece, 0)]
+        score = np.where(alive, self.scores[np.maximum(piece, 0)], -np.inf)
+        if length == 1:
+            score = np.where(alive, score, self._unknown_score())
+        return np.where(alive, piece, -1), score
+
+    def _unknown_score(self):
+        alive_scores = self.scores[self.alive]
+        return (alive_scores.min() if len(alive_scores) else 0.0) - _UNKNOWN_PENALTY
+
+    def _alternatives(self, candidates, frequency):
+        """For each candidate piece, its best segmentation into other pieces (read where the piece occurs
+        in the corpus), all candidates of one length at once. Returns, per candidate: whether there is
+        one, whether it beats the piece itself, its number of pieces, the sum over them of
+        log(frequency[piece] + frequency[candidate]), and whether it holds an unknown character."""
+        n = len(candidates)
+        found, beaten, unknown = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        count, log_sum = np.zeros(n), np.zeros(n)
+        lengths = self.piece_length[candidates]
+        for length in np.unique(lengths).tolist():
+            group = np.nonzero(lengths == length)[0]
+            origin = self.occurrence[candidates[group]]
+            rows = np.arange(len(group))
+            best = np.full((len(group), length + 1), -np.inf)
+            best[:, 0] = 0.0
+            back_start = np.zeros((len(group), length + 1), np.int64)
+            back_piece = np.full((len(group), length + 1), -1, np.int64)
             for e in range(1, length + 1):
                 for s in range(e):
                     if s == 0 and e == length:
-                        continue
-                    hit = lookup.get((origin + s, origin + e))
-                    if hit is None or best[s] == -math.inf:
-                        continue
-                    value = best[s] + hit[1]
-                    if value > best[e]:
-                        best[e], back[e] = value, (s, hit[0])
-            if best[length] == -math.inf:
-                alternatives[i] = None
-                continue
-            beaten[i] = best[length] > self.scores[i]
-            path, e = [], length
-            while e > 0:
-                s, p = back[e]
-                path.append(p)
-                e = s
-            alternatives[i] = path
-        return alternatives, beaten
+                        continue  # the piece itself
+                    piece, score = self._piece_at(origin + s, e - s)
+                    value = best[:, s] + score
+                    better = value > best[:, e]
+                    best[better, e] = value[better]
+                    back_start[better, e] = s
+                    back_piece[better, e] = piece[better]
+            found[group] = best[:, length] > -np.inf
+            beaten[group] = best[:, length] > self.scores[candidates[group]]
+            own = frequency[candidates[group]]
+            e = np.full(len(group), length)
+            for _ in range(length):
+                walking = e > 0
+                piece = back_piece[rows, e]
+                unknown[group] |= walking & (piece < 0)
+                count[group] += walking
+                log_sum[group] += np.where(walking & (piece >= 0), np.log(frequency[np.maximum(piece, 0)] + own), 0.0)
+                e = np.where(walking, back_start[rows, e], 0)
+        return found, beaten, count, log_sum, unknown
 
     def prune(self, size):
         alive = self.alive_pieces()
         frequency = self._viterbi_counts()
-        multi = alive[self.piece_length[alive] > 1]
-        alternatives, beaten = self._alternatives(multi)
         total = frequency.sum()
         word_total = self.corpus.counts.sum()
-        keep, losses = [], []
-        for i in alive.tolist():
-            if frequency[i] == 0 or beaten[i]:
-                continue
-            others = alternatives.get(i)
-            if not others:
-                keep.append(i)
-                continue
-            if any(p < 0 for p in others):
-                keep.append(i)
-                continue
-            log_piece = math.log(frequency[i]) - math.log(total)
-            log_total = math.log(total + frequency[i] * (len(others) - 1))
-            log_others = sum(math.log(frequency[p] + frequency[i]) - log_total for p in others)
-            losses.append((-(frequency[i] / word_total) * (log_piece - log_others), i))
-        losses.sort()
-        keep += [i for _, i in losses[: max(size - len(keep), 0)]]
-        alive_mask = np.zeros(len(self.pieces), bool)
-        alive_mask[keep] = True
-        self.alive = alive_mask
+        used = alive[frequency[alive] > 0]
+        found, beaten, count, log_sum, unknown = self._alternatives(used, frequency)
+        kept = used[~beaten & (~found | unknown)]  # no other segmentation: always kept
+        contest = ~beaten & found & ~unknown
+        pieces, count, log_sum = used[contest], count[contest], log_sum[contest]
+        with np.errstate(divide="ignore"):
+            log_piece = np.log(frequency[pieces]) - np.log(total)
+            log_alternative = log_sum - count * np.log(total + frequency[pieces] * (count - 1))
+        loss = frequency[pieces] / word_total * (log_piece - log_alternative)
+        order = np.lexsort((pieces, -loss))
+        chosen = np.concatenate([kept, pieces[order][: max(size - len(kept), 0)]])
+        self.alive = np.zeros(len(self.pieces), bool)
+        self.alive[chosen] = True
 
     def finalize(self, wanted):
         alive = self.alive_pieces()
