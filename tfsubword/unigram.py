@@ -62,25 +62,55 @@ class SentencePieceNormalizer(tf.Module):
             lambda: _one_replacement_per_invalid_byte(strings, code_points, starts, splits),
             lambda: (code_points, splits),
         )
-        values, value_splits, chunks = self._rewrite(code_points, splits)
-        line_splits = tf.gather(value_splits, splits)
-        spec = self.spec
+        values, value_splits, chunks, rewritten = self._rewrite(code_points, splits)
+        n = tf.size(splits, out_type=tf.int64) - 1
+        rows = ops.row_ids(tf.gather(value_splits, splits), tf.size(values))
+        return self._whitespace(values, rows, n, chunks, rewritten, tf.strings.length(strings) > 0)
+
+    def _whitespace(self, values, rows, n, chunks, rewritten, nonempty_input):
+        """SentencePiece's whitespace rules over the rewritten text, in one compaction.
+
+        With `remove_extra_whitespaces`, a space at the start of a chunk's output (before its first
+        other character) goes when the text so far is empty or ends with a space, and spaces at the
+        end of the text go (any U+2581, once escaped). `add_dummy_prefix` puts a space symbol first in
+        every text that is not empty, unless nothing but spaces would follow it.
+        """
+        spec, space_symbol = self.spec, self.space
+        size = tf.size(values)
+        first_of_line = rows != tf.concat([[-1], rows], axis=0)[:size]
+        keep = tf.ones_like(first_of_line)
         if spec.remove_extra_whitespaces:
-            values, line_splits = _drop_extra_spaces(values, line_splits, chunks)
+            space = values == _SPACE
+            after_space = first_of_line | tf.concat([[True], space], axis=0)[:size]
+            leading = tf.cond(rewritten, lambda: _leading_in_chunk(space, chunks), lambda: space)
+            keep = ~(leading & after_space)
         if spec.escape_whitespaces:
             values = tf.where(values == _SPACE, _ESCAPED_SPACE, values)
-        if spec.add_dummy_prefix:
-            values, line_splits = _prepend(values, line_splits, self.space, tf.strings.length(strings) > 0)
         if spec.remove_extra_whitespaces:
-            values, line_splits = _strip_trailing(values, line_splits, self.space)
-        return values, line_splits
+            # Trailing spaces: kept characters with no kept non-space at or after them in their line.
+            other = tf.cast(keep & (values != space_symbol), tf.int64)
+            others_so_far = tf.cumsum(other)
+            line_total = tf.math.segment_max(others_so_far, rows)
+            keep &= tf.gather(line_total, rows) - others_so_far + other > 0
+        kept = ops.indices_where(keep)
+        values, rows = tf.gather(values, kept), tf.gather(rows, kept)
+        lengths = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, n)
+        if not spec.add_dummy_prefix:
+            return values, tf.concat([[0], tf.cumsum(lengths)], axis=0)
+        prefixed = nonempty_input & (lengths > 0) if spec.remove_extra_whitespaces else nonempty_input
+        added = tf.cast(prefixed, tf.int64)
+        splits = tf.concat([[0], tf.cumsum(lengths + added)], axis=0)
+        # Each kept value moves right by the prefixes of its own and earlier lines.
+        moved = tf.range(tf.size(values, out_type=tf.int64)) + tf.gather(tf.cumsum(added), rows)
+        out = tf.fill([splits[-1]], tf.constant(space_symbol, tf.int32))
+        return tf.tensor_scatter_nd_update(out, moved[:, None], values), splits
 
     def _rewrite(self, code_points, splits):
         """Apply the user-defined symbols and the character map: (values, splits per input character,
         and the chunk - the rewriting step - each value comes from)."""
         size = tf.size(code_points)
         positions = tf.range(size)
-        unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions
+        unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions, tf.constant(False)
         if self._rules is None and self._user_defined is None:
             return unchanged
         flags = tf.gather(self._flags, code_points)
@@ -133,7 +163,7 @@ class SentencePieceNormalizer(tf.Module):
         values, value_splits = ops.gather_rows(table_values, table_splits, row)
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
         chunks = tf.gather(chunk_of_position, ops.row_ids(value_splits, tf.size(values)))
-        return values, value_splits, chunks
+        return values, value_splits, chunks, tf.constant(True)
 
 
 def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
@@ -158,47 +188,13 @@ def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     return tf.repeat(code_points, repeats), tf.gather(expanded_splits, splits)
 
 
-def _drop_extra_spaces(values, splits, chunks):
-    """SentencePiece's `remove_extra_whitespaces` inside the text: a space at the start of a chunk's
-    output (before its first other character) is dropped when the text so far is empty or ends with a
-    space."""
-    size = tf.size(values)
+def _leading_in_chunk(space, chunks):
+    """Whether each space comes before the first other character of its chunk."""
+    size = tf.size(space)
     index = tf.range(size)
-    space = values == _SPACE
     n_chunks = tf.reduce_max(tf.concat([[-1], chunks], axis=0)) + 1
     first_other = tf.math.unsorted_segment_min(tf.where(space, size, index), chunks, n_chunks)
-    leading = space & (index < tf.gather(first_other, chunks))
-    line_start = tf.cast(tf.gather(splits[:-1], ops.row_ids(splits, size)), tf.int32)
-    after_space = (index == line_start) | (tf.gather(values, tf.maximum(index - 1, 0)) == _SPACE)
-    return _keep(values, splits, ~(leading & after_space))
-
-
-def _keep(values, splits, mask):
-    kept = ops.indices_where(mask)
-    rows = tf.gather(ops.row_ids(splits, tf.size(values)), kept)
-    return tf.gather(values, kept), ops.splits_from_row_ids(rows, tf.size(splits, out_type=tf.int64) - 1)
-
-
-def _prepend(values, splits, value, where):
-    """Put `value` at the start of the rows where `where` is True."""
-    added = tf.cast(where, tf.int64)
-    new_splits = splits + tf.concat([[0], tf.cumsum(added)], axis=0)
-    size = new_splits[-1]
-    index = tf.range(size)
-    rows = ops.row_ids(new_splits, size)
-    position = index - tf.gather(new_splits[:-1], rows)
-    is_added = (position == 0) & (tf.gather(added, rows) > 0)
-    source = tf.gather(splits[:-1], rows) + position - tf.gather(added, rows)
-    padded = tf.concat([values, [value]], axis=0)  # rows may all be empty
-    return tf.where(is_added, value, tf.gather(padded, tf.maximum(source, 0))), new_splits
-
-
-def _strip_trailing(values, splits, value):
-    size = tf.size(values)
-    rows = ops.row_ids(splits, size)
-    n = tf.size(splits) - 1
-    last_other = tf.math.unsorted_segment_max(tf.where(values != value, tf.range(size), -1), rows, n)
-    return _keep(values, splits, tf.range(size) <= tf.gather(last_other, rows))
+    return space & (index < tf.gather(first_other, chunks))
 
 
 @keras.saving.register_keras_serializable(package="tfsubword")
