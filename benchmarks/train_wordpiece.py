@@ -23,7 +23,9 @@ import sys
 import tempfile
 import time
 
-DATA = pathlib.Path(os.environ.get("TFSUBWORD_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared/data"))
+from _data import shared_data  # noqa: E402
+
+DATA = shared_data()
 WIKITEXT = [DATA / "wikitext2-test.txt", DATA / "wikitext2-valid.txt"]
 ALL_TEXTS = WIKITEXT + [DATA / "botchan.txt", DATA / "wagahaiwa_nekodearu.txt"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

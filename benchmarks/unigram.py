@@ -17,11 +17,10 @@ with each system's own encoder.
 import argparse
 import io
 import json
-import resource
-import subprocess
 import os
-import pathlib
+import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -29,17 +28,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
+from _data import shared_data  # noqa: E402
 from tfsubword import UnigramLayer  # noqa: E402
-
-
-def shared_data():
-    if "TFSUBWORD_SHARED_DATA" in os.environ:
-        return pathlib.Path(os.environ["TFSUBWORD_SHARED_DATA"])
-    for directory in pathlib.Path(__file__).resolve().parents:
-        if (directory / "shared" / "data").is_dir():
-            return directory / "shared" / "data"
-    sys.exit("shared data not found: set TFSUBWORD_SHARED_DATA")
-
 
 DATA = shared_data()
 

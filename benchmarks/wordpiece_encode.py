@@ -12,7 +12,6 @@ same-run ratios mean anything on a shared machine.
 
 import argparse
 import os
-import pathlib
 import statistics
 import sys
 import time
@@ -24,7 +23,9 @@ import tensorflow as tf  # noqa: E402
 
 from tfsubword import WordPieceLayer  # noqa: E402
 
-DATA = pathlib.Path(os.environ.get("TFSUBWORD_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared/data"))
+from _data import shared_data  # noqa: E402
+
+DATA = shared_data()
 VOCAB = DATA / "bert-base-uncased-vocab.txt"
 CORPUS = [DATA / "wikitext2-test.txt", DATA / "wikitext2-valid.txt"]
 

@@ -117,3 +117,25 @@ def test_longest_first_rule(lengths, expected):
     real = outputs["padding_mask"].numpy()[0]
     kept = tuple(int(np.sum((segment_ids == index) & real)) - 1 for index in (0, 1))
     assert kept == expected
+
+
+def test_packs_unigram_pieces_in_a_served_model(tmp_path):
+    """SegmentPacker after UnigramLayer: SentencePiece models get BERT-style inputs too (ALBERT's layout)."""
+    import keras
+
+    from tests.serving import serve
+    from tfsubword import UnigramLayer
+
+    vocab = [("<pad>", 0.0), ("<unk>", 0.0), ("[CLS]", 0.0), ("[SEP]", 0.0), ("▁a", -1.0), ("▁b", -1.5), ("a", -2.0)]
+    tokenizer = UnigramLayer(vocab, control_tokens=("<pad>", "[CLS]", "[SEP]"))
+    packer = SegmentPacker(8, start_value=2, end_value=3, truncate="round_robin")
+    first, second = keras.Input(shape=(), dtype="string"), keras.Input(shape=(), dtype="string")
+    model = keras.Model([first, second], packer((tokenizer(first), tokenizer(second))))
+    # "a a" -> ▁a ▁a; "b aa" -> ▁b ▁a a. Room for 5 pieces: ▁a ▁b ▁a ▁a a in turn -> 2 and 3 kept.
+    got = model([tf.constant(["a a"]), tf.constant(["b aa"])])
+    assert got["token_ids"].numpy().tolist() == [[2, 4, 4, 3, 5, 4, 6, 3]]
+    assert got["segment_ids"].numpy().tolist() == [[0, 0, 0, 0, 1, 1, 1, 1]]
+    single = keras.Model(first, SegmentPacker(6, start_value=2, end_value=3)(tokenizer(first)))
+    single.export(tmp_path / "packed", verbose=False)
+    served = serve(tmp_path / "packed", ["a a", "b"])
+    assert served["token_ids"] == [[2, 4, 4, 3, 0, 0], [2, 5, 3, 0, 0, 0]]
