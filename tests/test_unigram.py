@@ -2,6 +2,9 @@
 
 import functools
 import io
+import itertools
+import math
+import random
 
 import hypothesis
 import hypothesis.strategies as st
@@ -274,3 +277,43 @@ def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
     tf.saved_model.save(module, str(tmp_path / "module"), signatures={"serving_default": module.f})
     rows = serve(tmp_path / "module", texts)["ids"]
     assert [[i for i in row if i >= 0] for row in rows] == expected
+
+
+def _double_precision_viterbi(text, scores):
+    """The textbook rule in double precision (a variant SentencePiece does not follow), for contrast."""
+    best, back = [0.0] + [-math.inf] * len(text), [None] * (len(text) + 1)
+    for end in range(1, len(text) + 1):
+        for start in range(max(0, end - 6), end):
+            piece = text[start:end]
+            if piece in scores and best[start] + scores[piece] > best[end]:
+                best[end], back[end] = best[start] + scores[piece], (start, piece)
+    pieces, end = [], len(text)
+    while end:
+        start, piece = back[end]
+        pieces.append(piece)
+        end = start
+    return pieces[::-1]
+
+
+def test_single_precision_rule_on_near_ties():
+    """Scores built from a few values make many segmentations nearly tie; SentencePiece's single-precision
+    sums decide them, and UnigramLayer must decide them the same way. The test also checks that the
+    double-precision rule would have decided some of them differently, so it does tell the rules apart."""
+    rng = random.Random(7)
+    alphabet_pieces = ["\u2581", "a", "b"] + ["".join(p) for n in range(2, 5) for p in itertools.product("ab", repeat=n)]
+    alphabet_pieces += ["\u2581" + p for p in alphabet_pieces[1:6]]
+    disagreements = 0
+    for _ in range(4):
+        scores = [float(np.float32(rng.choice([-1, -2, -3, -4]) * rng.choice([1.0, 1.5, 1.25, 1.0000001])))
+                  for _ in alphabet_pieces]
+        pieces = [("<unk>", 0.0, spm_model.UNKNOWN)] + [(p, s, spm_model.NORMAL) for p, s in zip(alphabet_pieces, scores)]
+        data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
+        reference = spm_module().SentencePieceProcessor(model_proto=data)
+        texts = ["".join(rng.choice("ab") for _ in range(rng.randint(50, 1500))) for _ in range(20)]
+        expected = reference.encode(texts)
+        assert UnigramLayer(data)(texts).to_list() == expected
+        score_of = {p: float(np.float32(s)) for p, s, _ in pieces[1:]}
+        for text, ids in zip(texts, expected):
+            pieces_of_reference = [reference.id_to_piece(i) for i in ids]
+            disagreements += _double_precision_viterbi("\u2581" + text, score_of) != pieces_of_reference
+    assert disagreements > 0

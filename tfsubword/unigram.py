@@ -422,9 +422,10 @@ class Viterbi(tf.Module):
     For each position, the best score of a path ending there: the largest of (the score of a piece
     ending there + the best score where it starts), in single precision, the earliest start winning
     ties (SentencePiece visits candidates by increasing start and replaces only on a strictly larger
-    score; a test tells this rule apart from double-precision variants on thousands of near-ties). A
-    character that starts no single-character piece is an unknown piece of its own; consecutive
-    unknown pieces are then merged into one.
+    score; `test_single_precision_rule_on_near_ties` holds this rule to SentencePiece on vocabularies
+    full of near-ties, where a double-precision rule decides differently). A character that starts no
+    single-character piece is an unknown piece of its own; consecutive unknown pieces are then merged
+    into one.
 
     Rows run in parallel, one position per loop iteration. Lines are long, so when no piece holds a
     space symbol after its first character (then every path passes through each word start), the
