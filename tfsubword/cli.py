@@ -129,7 +129,7 @@ def _train(arguments):
 
 def _train_unigram(arguments):
     from tfsubword.train import train_unigram
-    from tfsubword.unigram import write_atomically
+    from tfsubword.vocab import write_atomically
 
     vocabulary = train_unigram(
         files=arguments.files,

@@ -1,7 +1,6 @@
 """`UnigramLayer`: SentencePiece's unigram tokenizer (normalizer + Viterbi) in the graph, core ops only."""
 
 import os
-import tempfile
 
 import keras
 import numpy as np
@@ -10,6 +9,7 @@ import tensorflow as tf
 from tfsubword import graph_ops as ops
 from tfsubword import matching
 from tfsubword import sentencepiece_model as spm_model
+from tfsubword import vocab as vocab_lib
 from tfsubword.layers import TokenizerLayer
 
 SPACE_SYMBOL = "\u2581"
@@ -409,7 +409,7 @@ class UnigramLayer(TokenizerLayer):
 
     def save_assets(self, dir_path):
         self._require_vocabulary()
-        write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
+        vocab_lib.write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
 
     def load_assets(self, dir_path):
         with open(os.path.join(dir_path, _MODEL_ASSET), "rb") as file:
@@ -657,18 +657,3 @@ def _read_scores(data, path):
             raise ValueError(f"{os.fspath(path)!r} line {number} is not piece<TAB>score: {line!r}.")
         pairs.append((piece, score))
     return pairs
-
-
-def write_atomically(path, data):
-    """Write bytes so that readers see the old file or the whole new one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(prefix=".model-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

@@ -28,12 +28,16 @@ def read_vocabulary(path):
 
 def write_vocabulary(tokens, path):
     """Write `tokens` one per line, atomically: readers see the old file or the whole new one."""
+    write_atomically(path, "".join(token + "\n" for token in tokens).encode("utf-8"))
+
+
+def write_atomically(path, data):
+    """Write bytes so that readers see the old file or the whole new one."""
     directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(prefix=".vocabulary-", dir=directory)
+    descriptor, temporary = tempfile.mkstemp(prefix=".tfsubword-", dir=directory)
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as file:
-            for token in tokens:
-                file.write(token + "\n")
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

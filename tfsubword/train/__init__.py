@@ -169,7 +169,7 @@ def train_unigram(
     if model_file is not None:
         kinds = [spm_model.UNKNOWN, spm_model.CONTROL, spm_model.CONTROL] + [spm_model.NORMAL] * len(pieces)
         data = spm_model.serialize([(p, s, k) for (p, s), k in zip(vocabulary, kinds)], normalizer)
-        from tfsubword.unigram import write_atomically
+        from tfsubword.vocab import write_atomically
 
         write_atomically(model_file, data)
     return vocabulary

@@ -114,7 +114,7 @@ class _Corpus:
         space_sum = np.concatenate([[0], np.cumsum(space)])
         change_sum = np.concatenate([[0], np.cumsum(changes)])
         scores, lengths, keys = [], [], []  # of each frequent substring, by its window key
-        self._windows = {}
+        windows = {}  # length -> (window positions, their key ids, the distinct keys)
         for length in range(2, min(max_piece_length, self.max_length) + 1):
             first = np.arange(n - length + 1)
             last = first + length
@@ -125,12 +125,12 @@ class _Corpus:
             positions = np.nonzero(valid)[0]
             if not len(positions):
                 continue
-            windows = np.lib.stride_tricks.sliding_window_view(chars, length)[positions]
-            window_keys = np.ascontiguousarray(windows.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
+            window_chars = np.lib.stride_tricks.sliding_window_view(chars, length)[positions]
+            window_keys = np.ascontiguousarray(window_chars.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
             unique, inverse = np.unique(window_keys, return_inverse=True)
             frequency = np.bincount(inverse, weights=self.weights[positions])
             frequent = np.nonzero(frequency >= 2)[0]
-            self._windows[length] = (positions, inverse, unique)
+            windows[length] = (positions, inverse, unique)
             scores.append(frequency[frequent] * length)
             lengths.append(np.full(len(frequent), length))
             keys.append(frequent)
@@ -141,7 +141,7 @@ class _Corpus:
         self._piece_of_window = {}
         for length in np.unique(lengths[chosen]).tolist():
             selected = chosen[lengths[chosen] == length]
-            positions, inverse, unique = self._windows[length]
+            positions, inverse, unique = windows[length]
             piece_of_key = np.full(len(unique), -1, np.int64)
             piece_of_key[keys[selected]] = len(pieces) + np.arange(len(selected))
             text = unique[keys[selected]].tobytes().decode("utf-32-le")
