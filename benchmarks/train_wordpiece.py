@@ -7,7 +7,7 @@ Corpora: wikitext-2 test+valid (2.4 MB), and a corpus four times larger made of 
 gives the time of the training call (imports excluded, reported apart), the subprocess's peak resident
 memory, the memory above that of merely importing the library, the tokens returned, and the ratios
 tfsubword (score rule) / system. Library defaults are kept, so the minimum pair frequency differs:
-tfsubword 1, Hugging Face 2.
+tfsubword 1, Hugging Face 2; `hf-min1` is Hugging Face with tfsubword's setting, min_frequency=1.
 
 Then, for the two tfsubword rules at the same vocabulary size: tokens per word and the corpus
 log-likelihood (unigram, counts from WordPieceLayer's tokenization of the corpus).
@@ -29,7 +29,7 @@ DATA = shared_data()
 WIKITEXT = [DATA / "wikitext2-test.txt", DATA / "wikitext2-valid.txt"]
 ALL_TEXTS = WIKITEXT + [DATA / "botchan.txt", DATA / "wagahaiwa_nekodearu.txt"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-SYSTEMS = ["tfsubword", "tfsubword-likelihood", "hf", "tf-text", "spm-bpe"]
+SYSTEMS = ["tfsubword", "tfsubword-likelihood", "hf", "hf-min1", "tf-text", "spm-bpe"]
 
 
 def build_large_corpus(directory):
@@ -65,12 +65,13 @@ def worker(system, size, files, output):
             vocabulary = train_wordpiece(files=files, vocab_size=size, algorithm=algorithm, show_progress=False)
         write_vocabulary(vocabulary, output)
         tokens = len(vocabulary)
-    elif system == "hf":
+    elif system.startswith("hf"):
         import tokenizers
 
         imported = time.perf_counter()
         tokenizer = tokenizers.BertWordPieceTokenizer(lowercase=True)
-        tokenizer.train([str(f) for f in files], vocab_size=size, special_tokens=SPECIALS, show_progress=False)
+        tokenizer.train([str(f) for f in files], vocab_size=size, special_tokens=SPECIALS, show_progress=False,
+                        min_frequency=1 if system == "hf-min1" else 2)
         tokens = tokenizer.get_vocab_size()
     elif system == "tf-text":
         import tensorflow as tf
@@ -102,7 +103,7 @@ def worker(system, size, files, output):
 
 def import_only(system):
     modules = {"tfsubword": "tfsubword.train.counting", "tfsubword-likelihood": "tfsubword.train.counting",
-               "hf": "tokenizers", "tf-text": "tensorflow_text", "spm-bpe": "sentencepiece"}
+               "hf": "tokenizers", "hf-min1": "tokenizers", "tf-text": "tensorflow_text", "spm-bpe": "sentencepiece"}
     __import__(modules[system])
     print(json.dumps({}))
 

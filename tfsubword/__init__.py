@@ -6,14 +6,25 @@ merge loop in `tfsubword.train.wordpiece`) can be used without loading TensorFlo
 
 import importlib
 
-__all__ = ["BertPreprocessor", "SegmentPacker", "UnigramLayer", "WordPieceLayer", "train_unigram", "train_wordpiece"]
+__all__ = [
+    "BPELayer",
+    "BertPreprocessor",
+    "SegmentPacker",
+    "UnigramLayer",
+    "WordPieceLayer",
+    "train_bpe",
+    "train_unigram",
+    "train_wordpiece",
+]
 __version__ = "0.1.0"
 
 _PUBLIC = {
+    "BPELayer": "tfsubword.bpe",
     "BertPreprocessor": "tfsubword.bert",
     "SegmentPacker": "tfsubword.packing",
     "UnigramLayer": "tfsubword.unigram",
     "WordPieceLayer": "tfsubword.wordpiece",
+    "train_bpe": "tfsubword.train",
     "train_unigram": "tfsubword.train",
     "train_wordpiece": "tfsubword.train",
 }

@@ -2,6 +2,7 @@
 
     tfsubword train wordpiece --vocab-size 30000 --output vocab.txt corpus.txt ...   ("-" reads stdin)
     tfsubword train unigram --vocab-size 8000 --output model.model corpus.txt ...
+    tfsubword train bpe --vocab-size 30000 --output folder corpus.txt ...            (vocab.json, merges.txt)
     tfsubword tokenize --vocab vocab.txt "Some text" ...                            (stdin without text)
     tfsubword demo
 """
@@ -63,6 +64,21 @@ def build_parser():
     unigram.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                          help="progress bars on standard error (default: yes)")
 
+    bpe = algorithms.add_parser("bpe", help="learn a byte-pair encoding (the seeds' most-frequent-pair rule)")
+    bpe.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
+    bpe.add_argument("--output", "-o", required=True, help="folder to write vocab.json and merges.txt to")
+    bpe.add_argument("--vocab-size", type=int, default=30000, help="tokens to learn (default: 30000)")
+    bpe.add_argument("--byte-level", action=argparse.BooleanOptionalAction, default=True,
+                     help="words as bytes in GPT-2's byte alphabet (default: yes)")
+    bpe.add_argument("--special-tokens", type=_special_tokens, default=("<|endoftext|>",),
+                     help="comma-separated tokens placed first (default: <|endoftext|>)")
+    bpe.add_argument("--full-alphabet", action=argparse.BooleanOptionalAction, default=False,
+                     help="all 256 byte symbols in the vocabulary, not only those that occur (default: no)")
+    bpe.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
+    bpe.add_argument("--max-token-length", type=int, default=None, help="longest token, in symbols")
+    bpe.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                     help="progress bars on standard error (default: yes)")
+
     tokenize = commands.add_parser("tokenize", help="print the WordPiece tokens of texts")
     tokenize.add_argument("texts", nargs="*", metavar="TEXT", help="texts to tokenize; lines of stdin without any")
     tokenize.add_argument("--vocab", required=True, help="vocabulary file, one token per line")
@@ -109,6 +125,8 @@ def _normalization_options(arguments):
 def _train(arguments):
     if arguments.model == "unigram":
         return _train_unigram(arguments)
+    if arguments.model == "bpe":
+        return _train_bpe(arguments)
     from tfsubword.train import train_wordpiece
     from tfsubword.vocab import write_vocabulary
 
@@ -142,6 +160,24 @@ def _train_unigram(arguments):
     scores = os.path.splitext(arguments.output)[0] + ".vocab"
     write_atomically(scores, "".join(f"{piece}\t{score}\n" for piece, score in vocabulary).encode("utf-8"))
     print(f"wrote {len(vocabulary)} pieces to {arguments.output} and {scores}", file=sys.stderr)
+    return 0
+
+
+def _train_bpe(arguments):
+    from tfsubword.train import train_bpe
+
+    vocabulary, merges = train_bpe(
+        files=arguments.files,
+        vocab_size=arguments.vocab_size,
+        byte_level=arguments.byte_level,
+        special_tokens=arguments.special_tokens,
+        full_alphabet=arguments.full_alphabet,
+        min_frequency=arguments.min_frequency,
+        max_token_length=arguments.max_token_length,
+        output_dir=arguments.output,
+        show_progress=arguments.progress,
+    )
+    print(f"wrote {len(vocabulary)} tokens and {len(merges)} merges to {arguments.output}", file=sys.stderr)
     return 0
 
 

@@ -173,3 +173,78 @@ def train_unigram(
 
         write_atomically(model_file, data)
     return vocabulary
+
+
+def train_bpe(
+    corpus=None,
+    vocab_size=30000,
+    *,
+    files=None,
+    byte_level=True,
+    special_tokens=("<|endoftext|>",),
+    full_alphabet=False,
+    min_frequency=1,
+    max_token_length=None,
+    output_dir=None,
+    show_progress=True,
+):
+    """Learn a byte-pair encoding: returns `(vocabulary, merges)`, a token list (id = position) and the
+    `(left, right)` pairs in the order learned, for `BPELayer(vocabulary, merges)`.
+
+    Words are counted with `BPELayer`'s own pre-tokenization in the graph (GPT-2's pattern), written in
+    GPT-2's byte alphabet (`byte_level=True`: a space is `Ġ`) or kept as characters. Each step merges the
+    most frequent pair; ties go to the pair that occurs first in the corpus (see `tfsubword.train.bpe`).
+
+    Args:
+        corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
+            already pre-tokenized and already in the model's alphabet (used as given). Pass this or `files`.
+        vocab_size: int. Tokens to return. Fewer come back, with a warning, when no pair is left.
+        files: paths of UTF-8 text files, read lazily line by line.
+        byte_level: bool. Words as bytes in GPT-2's byte alphabet (default), or as characters.
+        special_tokens: tokens placed first, in order. Defaults to GPT-2's `<|endoftext|>`.
+        full_alphabet: bool. With `byte_level`, put all 256 byte symbols in the vocabulary, so that no
+            byte of any text is ever out of it (by default only the symbols that occur are).
+        min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
+        max_token_length: int or None. No token of more symbols is made.
+        output_dir: optional folder: also write Hugging Face's `vocab.json` and `merges.txt` there
+            (atomically), which `BPELayer` and `tokenizers.ByteLevelBPETokenizer` both load.
+        show_progress: bool. Progress bars on standard error for counting and merging.
+    """
+    import collections.abc
+
+    from tfsubword.train.bpe import learn_bpe
+
+    _check_arguments(vocab_size, special_tokens, "", min_frequency, max_token_length, SCORE)
+    if not isinstance(byte_level, bool) or not isinstance(full_alphabet, bool):
+        raise ValueError("`byte_level` and `full_alphabet` must be True or False.")
+    from tfsubword import byte_level as byte_level_lib
+    from tfsubword.train.counting import batch_counter, count_words
+
+    counter = batch_counter(lambda lines: byte_level_lib.split_words(lines).flat_values)
+    counts = count_words(corpus, files=files, show_progress=show_progress, count_batch=counter)
+    if not isinstance(corpus, collections.abc.Mapping):
+        counts.pop("", None)  # the pre-tokenizer's empty words, where two cuts meet
+        if not counts:
+            raise ValueError("The corpus has no words: it is empty.")
+        if byte_level:
+            counts = {byte_level_lib.to_byte_level(word): count for word, count in counts.items()}
+    alphabet = byte_level_lib.byte_to_char() if byte_level and full_alphabet else ()
+    with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
+        vocabulary, merges = learn_bpe(
+            counts,
+            vocab_size,
+            special_tokens=tuple(special_tokens),
+            alphabet=alphabet,
+            min_frequency=min_frequency,
+            max_token_length=max_token_length,
+            progress=bar.update,
+        )
+    if output_dir is not None:
+        import os
+
+        from tfsubword.bpe import write_merges, write_vocab_json
+
+        os.makedirs(output_dir, exist_ok=True)
+        write_vocab_json(vocabulary, os.path.join(output_dir, "vocab.json"))
+        write_merges(merges, os.path.join(output_dir, "merges.txt"))
+    return vocabulary, merges

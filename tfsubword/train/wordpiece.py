@@ -255,47 +255,68 @@ class _Corpus:
         moved = set()  # pairs whose first occurrence may have moved
         merges = 0
         pair_words, firsts, sequences, pair_count = self.pair_words, self.first, self.sequences, self.pair_count
+        counts = self.counts
         for index in list(pair_words[pair]):
-            sequence, count = sequences[index], self.counts[index]
-            rewritten, position, end = [], 0, len(sequence) - 1
-            while position <= end:
-                symbol = sequence[position]
-                if symbol == left and position < end and sequence[position + 1] == right:
-                    rewritten.append(merged)
+            sequence, count = sequences[index], counts[index]
+            last = len(sequence) - 1
+            positions, position = [], 0
+            while position < last:
+                if sequence[position] == left and sequence[position + 1] == right:
+                    positions.append(position)
                     position += 2
-                    merges += count
                 else:
-                    rewritten.append(symbol)
                     position += 1
-            before, after = {}, {}
-            for old in zip(sequence, sequence[1:]):
-                before[old] = before.get(old, 0) + 1
-            for new in zip(rewritten, rewritten[1:]):
-                after[new] = after.get(new, 0) + 1
-            for old, number in before.items():
-                now = after.get(old, 0)
-                if now != number:
-                    changes[old] = changes.get(old, 0) + (now - number) * count
-                    if now == 0:
-                        pair_words[old].discard(index)
-                # Occurrences that touch the merged symbols may have moved even when their number has not.
-                elif left not in old and right not in old and merged not in old:
-                    continue
-                first = firsts[old]
-                if first is not None and first[0] == index:
-                    firsts[old] = None
-                    moved.add(old)
-            for new, number in after.items():
-                if new in before:
-                    continue
-                changes[new] = changes.get(new, 0) + number * count
-                if new in pair_count:
-                    pair_words[new].add(index)
-                    first = firsts[new]
-                    if first is not None and index <= first[0]:
-                        firsts[new] = None
+            merges += count * len(positions)
+            # Only the pairs next to a merge change: old pair indices p-1, p, p+1 around each merge at
+            # p; new pair indices q-1, q around each merged symbol at q. (Character offsets of the
+            # other pairs do not move either.)
+            if len(positions) == 1:
+                position = positions[0]
+                rewritten = sequence[:position]
+                rewritten.append(merged)
+                rewritten += sequence[position + 2 :]
+                if position:
+                    removed = [position - 1, position, position + 1] if position + 1 < last else [position - 1, position]
+                    added = [position - 1, position] if position + 1 < last else [position - 1]
                 else:
-                    self._add_pair(new, 0, index, None)
+                    removed = [0, 1] if 1 < last else [0]
+                    added = [0] if 1 < last else []
+            else:
+                rewritten, start, merged_at = [], 0, []
+                for position in positions:
+                    rewritten += sequence[start:position]
+                    merged_at.append(len(rewritten))
+                    rewritten.append(merged)
+                    start = position + 2
+                rewritten += sequence[start:]
+                removed = sorted({k for p in positions for k in (p - 1, p, p + 1) if 0 <= k < last})
+                added = sorted({k for q in merged_at for k in (q - 1, q) if 0 <= k < len(rewritten) - 1})
+            local = {}
+            for k in removed:
+                old = (sequence[k], sequence[k + 1])
+                local[old] = local.get(old, 0) - 1
+            for k in added:
+                new = (rewritten[k], rewritten[k + 1])
+                local[new] = local.get(new, 0) + 1
+            remaining = None
+            for changed, number in local.items():
+                if number:
+                    changes[changed] = changes.get(changed, 0) + number * count
+                if changed not in pair_count:
+                    self._add_pair(changed, 0, index, None)
+                    continue
+                if number < 0 and changed != pair:  # the merged pair goes entirely
+                    if remaining is None:
+                        remaining = set(zip(rewritten, rewritten[1:]))
+                    if changed not in remaining:
+                        pair_words[changed].discard(index)
+                elif number > 0:
+                    pair_words[changed].add(index)
+                # Its occurrences here moved, appeared or went: if its first one may be here, find it again.
+                first = firsts[changed]
+                if first is not None and first[0] >= index:
+                    firsts[changed] = None
+                    moved.add(changed)
             sequences[index] = rewritten
         self.freq[left] -= merges
         self.freq[right] -= merges

@@ -1,0 +1,337 @@
+"""Byte-level BPE: train_bpe against the seed and a textbook oracle; BPELayer against Hugging Face."""
+
+import functools
+import json
+
+import hypothesis
+import hypothesis.strategies as st
+import keras
+import pytest
+import tensorflow as tf
+
+from tests.conftest import nonempty_lines, shared_file, shared_texts
+from tests.serving import serve
+from tfsubword import BPELayer, train_bpe
+from tfsubword import byte_level as byte_level_lib
+from tfsubword.bpe import write_merges, write_vocab_json
+
+SEED_CORPUS = [
+    "This is the Hugging Face Course.",
+    "This chapter is about tokenization.",
+    "This section shows several tokenizer algorithms.",
+    "Hopefully, you will be able to understand how they are trained and generate tokens.",
+]
+
+
+def tokenizers_module():
+    return pytest.importorskip("tokenizers")
+
+
+# The seed (002): its 19 merges, its vocabulary and its tokenization, as printed there.
+
+def test_seed_example():
+    vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
+    assert merges == [
+        ("Ġ", "t"), ("i", "s"), ("e", "r"), ("Ġ", "a"), ("Ġt", "o"), ("e", "n"), ("T", "h"), ("Th", "is"),
+        ("o", "u"), ("s", "e"), ("Ġto", "k"), ("Ġtok", "en"), ("n", "d"), ("Ġ", "is"), ("Ġt", "h"),
+        ("Ġth", "e"), ("i", "n"), ("Ġa", "b"), ("Ġtoken", "i"),
+    ]
+    assert vocabulary == [
+        "<|endoftext|>", ",", ".", "C", "F", "H", "T", "a", "b", "c", "d", "e", "f", "g", "h", "i", "k", "l",
+        "m", "n", "o", "p", "r", "s", "t", "u", "v", "w", "y", "z", "Ġ", "Ġt", "is", "er", "Ġa", "Ġto", "en",
+        "Th", "This", "ou", "se", "Ġtok", "Ġtoken", "nd", "Ġis", "Ġth", "Ġthe", "in", "Ġab", "Ġtokeni",
+    ]
+    layer = BPELayer(vocabulary, merges, dtype="string")
+    tokens = [t.decode("utf-8") for t in layer("This is not a token.").numpy().tolist()]
+    assert tokens == ["This", "Ġis", "Ġ", "n", "o", "t", "Ġa", "Ġtoken", "."]
+
+
+def test_seed_word_counts_by_hand():
+    """hug 10, pug 5, pun 12, bun 4, hugs 5: (u, g) 20, then (u, n) 16, then (h, ug) 15, as the seed says."""
+    counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    vocabulary, merges = train_bpe(counts, vocab_size=10, special_tokens=(), show_progress=False)
+    assert vocabulary == ["b", "g", "h", "n", "p", "s", "u", "ug", "un", "hug"]
+    assert merges == [("u", "g"), ("u", "n"), ("h", "ug")]
+
+
+# The textbook algorithm, written plainly: recount every pair after each merge.
+
+def textbook_bpe(word_counts, vocab_size, special_tokens):
+    alphabet = sorted({char for word in word_counts for char in word})
+    vocabulary = list(special_tokens) + alphabet
+    splits = {word: list(word) for word in word_counts}
+    merges = []
+    while len(vocabulary) < vocab_size:
+        pair_counts = {}
+        for word, count in word_counts.items():
+            split = splits[word]
+            for i in range(len(split) - 1):
+                pair = (split[i], split[i + 1])
+                pair_counts[pair] = pair_counts.get(pair, 0) + count
+        if not pair_counts:
+            break
+        best, best_count = None, 0
+        for pair, count in pair_counts.items():
+            if count > best_count:
+                best, best_count = pair, count
+        for word in word_counts:
+            split, i = splits[word], 0
+            while i < len(split) - 1:
+                if (split[i], split[i + 1]) == best:
+                    split[i : i + 2] = [best[0] + best[1]]
+                i += 1
+        merges.append(best)
+        if best[0] + best[1] not in vocabulary:
+            vocabulary.append(best[0] + best[1])
+    return vocabulary, merges
+
+
+def byte_level_counts(lines):
+    words = byte_level_lib.split_words(tf.constant(lines)).flat_values.numpy().tolist()
+    counts = {}
+    for word in words:
+        if word:
+            key = byte_level_lib.to_byte_level(word)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("name, lines, size", [("botchan.txt", 300, 700), ("wagahaiwa_nekodearu.txt", 120, 900)])
+def test_textbook_oracle_on_real_text(name, lines, size):
+    texts = nonempty_lines(shared_file(name))[:lines]
+    expected = textbook_bpe(byte_level_counts(texts), size, ["<|endoftext|>"])
+    assert len(expected[0]) == size
+    assert train_bpe(texts, vocab_size=size, show_progress=False) == expected
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    counts=st.dictionaries(st.text(alphabet="abcab", min_size=1, max_size=9), st.integers(1, 5), min_size=1, max_size=12),
+    extra=st.integers(0, 30),
+)
+def test_textbook_oracle_on_random_counts(counts, extra):
+    alphabet = len({char for word in counts for char in word})
+    expected = textbook_bpe(counts, alphabet + extra, [])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert train_bpe(counts, vocab_size=alphabet + extra, special_tokens=(), show_progress=False) == expected
+
+
+# BPELayer against Hugging Face's ByteLevelBPETokenizer.
+
+@functools.lru_cache(maxsize=None)
+def vocabularies(tmp):
+    """name -> (vocab.json path, merges.txt path): one that Hugging Face trains, one that train_bpe trains."""
+    tokenizers = tokenizers_module()
+    texts = [str(shared_file(name)) for name in ("wikitext2-test.txt", "botchan.txt", "wagahaiwa_nekodearu.txt")]
+    found = {}
+    trainer = tokenizers.ByteLevelBPETokenizer()
+    trainer.train(texts, vocab_size=8000, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False)
+    (tmp / "hf").mkdir()
+    trainer.save_model(str(tmp / "hf"))
+    found["hf"] = (tmp / "hf" / "vocab.json", tmp / "hf" / "merges.txt")
+    train_bpe(files=texts, vocab_size=8000, output_dir=str(tmp / "ours"), show_progress=False)
+    found["ours"] = (tmp / "ours" / "vocab.json", tmp / "ours" / "merges.txt")
+    return found
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return vocabularies(tmp_path_factory.mktemp("bpe"))
+
+
+@functools.lru_cache(maxsize=None)
+def encoders(paths):
+    vocab, merges = paths
+    layer = BPELayer(str(vocab), str(merges))
+    encode = tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
+    return encode, tokenizers_module().ByteLevelBPETokenizer(str(vocab), str(merges)), layer
+
+
+@pytest.mark.parametrize("which", ["hf", "ours"])
+@pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
+def test_identical_ids_to_hugging_face_on_every_line(trained, which, path):
+    encode, reference, _ = encoders(trained[which])
+    lines = nonempty_lines(path)
+    got = encode(tf.constant(lines)).to_list()
+    expected = [encoding.ids for encoding in reference.encode_batch(lines)]
+    different = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
+    assert len(got) == len(expected) and not different, (len(different), lines[different[0]] if different else "")
+
+
+_ALPHABET = st.one_of(
+    st.sampled_from(list("abcdefghijklmnopqrstuvwxyz ABCXYZ  .,!?'-0123456789")),
+    st.sampled_from(["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", " '", "  ", "\n", "\n ", " \n"]),
+    st.sampled_from(list("\t\r\x0b\x0c\x1c\x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f\u205f\u3000\ufeff")),
+    st.sampled_from(list("\u0300\u0308ﬁ①Ⅻ½²٣ⅷ猫吾輩はカタ가αЖé\u1c89\ua7cb\U000105c0\x00\ufffd😀👍🏽")),
+    st.characters(codec="utf-8"),
+)
+_TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("which", ["hf", "ours"])
+@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
+def test_random_text_matches_hugging_face(trained, which, texts):
+    encode, reference, _ = encoders(trained[which])
+    got = encode(tf.constant([t.encode("utf-8", "surrogatepass") for t in texts])).to_list()
+    assert got == [encoding.ids for encoding in reference.encode_batch(texts)]
+
+
+def test_pre_tokenizer_classes_match_hugging_face():
+    """Letters, numbers and white space as Hugging Face's Oniguruma sees them (Unicode 16), including the
+    characters TensorFlow's RE2 classifies differently, and a sample of every plane."""
+    pre_tokenizer = tokenizers_module().pre_tokenizers.ByteLevel(add_prefix_space=False)
+    chars = [0x0B, 0x85, 0xA0, 0x1680, 0x2007, 0x2028, 0x202F, 0x3000, 0x1C89, 0xA7CB, 0x105C0, 0x2EBF0]
+    chars += [c for c in range(0, 0x110000, 97) if not 0xD800 <= c < 0xE000]
+    texts = [f"a{chr(c)}b 1{chr(c)}2 .{chr(c)}, {chr(c)}{chr(c)}x {chr(c)} y{chr(c)}" for c in chars]
+    got = byte_level_lib.split_words(tf.constant([t.encode("utf-8", "surrogatepass") for t in texts])).to_list()
+    for text, words in zip(texts, got):
+        expected = [byte_level_lib.from_byte_level(w) for w, _ in pre_tokenizer.pre_tokenize_str(text)]
+        assert [w for w in words if w] == expected, text
+
+
+def test_detokenize_matches_hugging_face_decode(trained):
+    _, reference, layer = encoders(trained["hf"])
+    lines = nonempty_lines(shared_file("wagahaiwa_nekodearu.txt"))[:200] + ["Hello  world\n", " 's"]
+    ids = layer(tf.constant(lines))
+    assert [t.decode("utf-8") for t in layer.detokenize(ids).numpy().tolist()] == reference.decode_batch(ids.to_list())
+    # Byte-level BPE is lossless: decoding gives the text back.
+    assert [t.decode("utf-8") for t in layer.detokenize(ids).numpy().tolist()] == lines
+
+
+def test_shapes_padding_and_string_output(trained):
+    vocab, merges = trained["hf"]
+    _, reference, _ = encoders(trained["hf"])
+    layer = BPELayer(str(vocab), str(merges), sequence_length=6)
+    ids = layer(tf.constant([["Hello world"], ["a"]]))
+    pad = layer.token_to_id("<|endoftext|>")
+    assert ids.shape == (2, 6)
+    assert ids.numpy()[1].tolist() == (reference.encode("a").ids + [pad] * 6)[:6]
+    tokens = BPELayer(str(vocab), str(merges), dtype="string")("Hello world").numpy().tolist()
+    assert [t.decode("utf-8") for t in tokens] == reference.encode("Hello world").tokens
+    assert BPELayer(str(vocab), str(merges))(tf.constant([], tf.string)).to_list() == []
+    assert BPELayer(str(vocab), str(merges))(["", " ", "\n\n"]).to_list() == [e.ids for e in reference.encode_batch(["", " ", "\n\n"])]
+
+
+def test_long_line(trained):
+    encode, reference, _ = encoders(trained["hf"])
+    line = " ".join(["tokenization"] * 50_000) + " " + "x" * 5000
+    assert encode(tf.constant([line])).to_list() == [reference.encode(line).ids]
+
+
+def test_invalid_utf8_is_replaced(trained):
+    """Documented: each invalid sequence reads as U+FFFD, whose bytes are then encoded."""
+    encode, reference, _ = encoders(trained["hf"])
+    got = encode(tf.constant([b"caf\xe9 ok", b"\xff\xfe", b"abc\xe3\x81"])).to_list()
+    assert got == [e.ids for e in reference.encode_batch(["caf\ufffd ok", "\ufffd\ufffd", "abc\ufffd"])]
+
+
+def test_unknown_bytes_dropped_or_mapped():
+    """Without an unknown token a byte outside the vocabulary is dropped, as Hugging Face does; with one,
+    it becomes that token."""
+    tokenizers = tokenizers_module()
+    vocabulary = ["<unk>", "a", "b", "Ġ", "ab"]
+    merges = [("a", "b")]
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE({t: i for i, t in enumerate(vocabulary)}, merges))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    assert BPELayer(vocabulary, merges)("ab cab").numpy().tolist() == reference.encode("ab cab").ids == [4, 3, 4]
+    assert BPELayer(vocabulary, merges, unknown_token="<unk>")("ab cab").numpy().tolist() == [4, 3, 0, 4]
+
+
+def test_character_level_bpe():
+    vocabulary, merges = train_bpe(["héllo wörld", "héllo"], vocab_size=20, byte_level=False, show_progress=False)
+    assert "é" in vocabulary and " " in vocabulary
+    layer = BPELayer(vocabulary, merges, byte_level=False, dtype="string")
+    tokens = [t.decode("utf-8") for t in layer("héllo wörld").numpy().tolist()]
+    assert "".join(tokens) == "héllo wörld" and len(tokens) < len("héllo wörld")
+
+
+def test_bad_input_raises_value_error(tmp_path):
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        BPELayer(["a", "b"], [("a", "b")])
+    with pytest.raises(ValueError, match="both"):
+        BPELayer(["a", "b"])
+    with pytest.raises(ValueError, match="ids 0..n-1"):
+        BPELayer({"a": 0, "b": 2}, [])
+    with pytest.raises(ValueError, match="unknown token"):
+        BPELayer(["a"], [], unknown_token="<unk>")
+    with pytest.raises(ValueError, match="pair"):
+        BPELayer(["a", "b", "ab"], [("a", "b", "c")])
+    bad = tmp_path / "merges.txt"
+    bad.write_text("#version: 0.2\na b\nab\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2"):
+        BPELayer(["a", "b", "ab"], str(bad))
+    with pytest.raises(ValueError, match="not a file"):
+        BPELayer(["a"], str(tmp_path / "missing.txt"))
+    with pytest.raises(ValueError, match="space or line break"):
+        write_merges([("a b", "c")], str(tmp_path / "m.txt"))
+
+
+def test_train_bpe_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="at least 31"):
+        train_bpe(SEED_CORPUS, vocab_size=30, show_progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        train_bpe(["", ""], vocab_size=100, show_progress=False)
+    with pytest.raises(ValueError, match="Cannot read"):
+        train_bpe(files=[str(tmp_path / "missing.txt")], vocab_size=100, show_progress=False)
+    invalid = tmp_path / "invalid.txt"
+    invalid.write_bytes(b"caf\xe9 ok\nfine line\n")
+    with pytest.warns(UserWarning, match="1 lines were not valid UTF-8"):
+        vocabulary, _ = train_bpe(files=[str(invalid)], vocab_size=40, show_progress=False)
+    assert byte_level_lib.to_byte_level("\ufffd")[0] in vocabulary
+    with pytest.warns(UserWarning, match="no pairs are left"):
+        vocabulary, _ = train_bpe(["ab"], vocab_size=100, show_progress=False)
+    assert vocabulary == ["<|endoftext|>", "a", "b", "ab"]
+    full, _ = train_bpe(["ab"], vocab_size=300, full_alphabet=True, show_progress=False)
+    assert len(full) == 1 + 256 + 1
+
+
+def test_files_written_load_in_hugging_face(tmp_path):
+    tokenizers = tokenizers_module()
+    vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
+    write_vocab_json(vocabulary, str(tmp_path / "vocab.json"))
+    write_merges(merges, str(tmp_path / "merges.txt"))
+    assert json.loads((tmp_path / "vocab.json").read_text(encoding="utf-8")) == {t: i for i, t in enumerate(vocabulary)}
+    reference = tokenizers.ByteLevelBPETokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    assert reference.encode("This is not a token.").tokens == ["This", "Ġis", "Ġ", "n", "o", "t", "Ġa", "Ġtoken", "."]
+
+
+def test_keras_save_load_and_tf_data(tmp_path, trained):
+    vocab, merges = trained["ours"]
+    layer = BPELayer(str(vocab), str(merges), sequence_length=12, name="bpe")
+    model = keras.Sequential([keras.Input(shape=(), dtype="string"), layer])
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    texts = tf.constant(["Hello world", "吾輩は猫である"])
+    assert (loaded(texts).numpy() == model(texts).numpy()).all()
+    assert layer.get_config()["vocabulary"] is None and layer.get_config()["merges"] is None
+    ragged = BPELayer(str(vocab), str(merges))
+    lines = nonempty_lines(shared_file("botchan.txt"))[:64]
+    dataset = tf.data.Dataset.from_tensor_slices(lines)
+    single = [row.numpy().tolist() for row in dataset.map(ragged)]
+    batched = [row for batch in dataset.batch(16).map(ragged) for row in batch.to_list()]
+    assert single == batched == ragged(lines).to_list()
+
+
+def test_exported_model_serves_from_plain_tensorflow(tmp_path, trained):
+    _, reference, _ = encoders(trained["hf"])
+    vocab, merges = trained["hf"]
+    texts = ["Hello world!", "  two  spaces\n", "", "吾輩は猫である", "it's 1984"]
+    expected = [e.ids for e in reference.encode_batch(texts)]
+    length = 24
+    layer = BPELayer(str(vocab), str(merges), sequence_length=length)
+    pad = layer.pad_token_id
+    inputs = keras.Input(shape=(), dtype="string")
+    keras.Model(inputs, layer(inputs)).export(tmp_path / "exported", verbose=False)
+    (served,) = serve(tmp_path / "exported", texts).values()
+    assert served == [(row + [pad] * length)[:length] for row in expected]
+    ragged = BPELayer(str(vocab), str(merges))
+    module = tf.Module()
+    module.layer = ragged
+    module.f = tf.function(lambda x: {"ids": ragged(x).to_tensor(-1)}, input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "module"), signatures={"serving_default": module.f})
+    rows = serve(tmp_path / "module", texts)["ids"]
+    assert [[i for i in row if i >= 0] for row in rows] == expected

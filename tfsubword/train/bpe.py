@@ -1,0 +1,98 @@
+"""Byte-pair encoding training over word counts: pure Python, no TensorFlow, no I/O.
+
+Every word starts as its symbols (characters of the model's alphabet: with byte-level BPE, one per
+byte). Each step merges the most frequent adjacent pair everywhere it occurs (left to right, without
+overlap) into one symbol, its parts' texts joined; ties go to the pair that occurs first in the corpus
+(words in first-occurrence order, then left to right), as in the seeds' worked example.
+
+It runs on the segmented corpus of the WordPiece trainer (`wordpiece._Corpus`: a merge rewrites only
+the words that hold the pair, and reports the pairs whose count rose or whose first occurrence moved),
+with one max-heap of `(count, first occurrence)` and lazy deletion: a pair whose count fell keeps an
+entry that ranks too high, and is re-ranked when that entry reaches the top.
+"""
+
+import heapq
+import warnings
+
+from tfsubword.train.wordpiece import _Corpus
+
+
+def learn_bpe(
+    word_counts,
+    vocab_size,
+    *,
+    special_tokens=("<|endoftext|>",),
+    alphabet=(),
+    min_frequency=1,
+    max_token_length=None,
+    progress=None,
+):
+    """`(vocabulary, merges)` learned from `word_counts` (word -> count, in first-occurrence order).
+
+    The vocabulary is the special tokens, then the alphabet (every character of the words, and the
+    characters of `alphabet`), sorted by code point, then each new token in the order learned: exactly
+    `vocab_size` tokens, or fewer (with a warning) when no pair is left first. `merges` lists the
+    `(left, right)` pairs in the order learned. Pairs occurring fewer than `min_frequency` times are not
+    merged, and no token longer than `max_token_length` symbols is made. `progress`, if given, is called
+    with the vocabulary size after each new token.
+    """
+    words = [word for word, count in word_counts.items() if word and count > 0]
+    if not words:
+        raise ValueError("The corpus has no words to learn from.")
+    vocabulary = list(dict.fromkeys(special_tokens))
+    known = set(vocabulary)
+    characters = set(alphabet)
+    for word in words:
+        characters.update(word)
+    vocabulary += [char for char in sorted(characters) if char not in known]
+    if vocab_size < len(vocabulary):
+        raise ValueError(
+            f"`vocab_size` must be at least {len(vocabulary)} for this corpus (the special tokens plus the "
+            f"alphabet). Received: vocab_size={vocab_size}."
+        )
+    known = set(vocabulary)
+    if progress:
+        progress(len(vocabulary))
+    merges = []
+    pairs = iter_merges(word_counts, min_frequency=min_frequency, max_token_length=max_token_length)
+    while len(vocabulary) < vocab_size:
+        merge = next(pairs, None)
+        if merge is None:
+            warnings.warn(
+                f"Stopped at {len(vocabulary)} tokens, short of vocab_size={vocab_size}: no pairs are left to merge.",
+                stacklevel=2,
+            )
+            break
+        left, right = merge
+        merges.append(merge)
+        if left + right not in known:
+            known.add(left + right)
+            vocabulary.append(left + right)
+            if progress:
+                progress(len(vocabulary))
+    return vocabulary, merges
+
+
+def iter_merges(word_counts, *, min_frequency=1, max_token_length=None):
+    """The merges in the order learned, as `(left, right)` texts, until no pair is left."""
+    corpus = _Corpus(word_counts, "", min_frequency, max_token_length, False)
+    heap = [_entry(corpus, pair) for pair in corpus.pair_count if corpus.eligible(pair)]
+    heapq.heapify(heap)
+    while heap:
+        entry = heapq.heappop(heap)
+        pair = entry[3]
+        if pair not in corpus.pair_count or not corpus.eligible(pair):
+            continue
+        current = _entry(corpus, pair)
+        if current != entry:  # its count fell, or its first occurrence moved: rank it again
+            heapq.heappush(heap, current)
+            continue
+        yield corpus.texts[pair[0]], corpus.texts[pair[1]]
+        _, touched = corpus.apply(pair)
+        for other in touched:
+            if corpus.eligible(other):
+                heapq.heappush(heap, _entry(corpus, other))
+
+
+def _entry(corpus, pair):
+    return (-corpus.pair_count[pair], *corpus.first_occurrence(pair), pair)
