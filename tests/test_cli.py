@@ -1,5 +1,6 @@
 """The `tfsubword` command line."""
 
+import json
 import subprocess
 import sys
 
@@ -77,3 +78,31 @@ def test_console_script_tokenizes_standard_input(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == "the fox\nthe [UNK]\n"
+
+
+def test_train_bpe_writes_hugging_face_files(tmp_path, capsys):
+    """The seed's BPE example (002) through the command line; the flags reach train_bpe."""
+    from tests.test_bpe import SEED_CORPUS as BPE_SEED_CORPUS
+    from tfsubword import train_bpe
+    from tfsubword.bpe import read_merges
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(BPE_SEED_CORPUS) + "\n", encoding="utf-8")
+    output = tmp_path / "out"
+    assert cli.main(["train", "bpe", "--vocab-size", "50", "-o", str(output), str(corpus)]) == 0
+    vocabulary, merges = train_bpe(BPE_SEED_CORPUS, vocab_size=50, show_progress=False)
+    written = json.loads((output / "vocab.json").read_text(encoding="utf-8"))
+    assert sorted(written, key=written.get) == vocabulary and len(vocabulary) == 50
+    assert (output / "merges.txt").read_text(encoding="utf-8").splitlines()[0] == "#version: 0.2"
+    assert read_merges(str(output / "merges.txt")) == merges and merges[0] == ("Ġ", "t")
+    assert "wrote 50 tokens and 19 merges" in capsys.readouterr().err
+    flags = ["--vocab-size", "40", "--no-byte-level", "--special-tokens", "<s>,</s>", "--min-frequency", "2",
+             "--max-token-length", "3", "--no-progress"]
+    assert cli.main(["train", "bpe", *flags, "-o", str(tmp_path / "chars"), str(corpus)]) == 0
+    expected = train_bpe(files=[corpus], vocab_size=40, byte_level=False, special_tokens=("<s>", "</s>"),
+                            min_frequency=2, max_token_length=3, show_progress=False)
+    written = json.loads((tmp_path / "chars" / "vocab.json").read_text(encoding="utf-8"))
+    assert sorted(written, key=written.get) == expected[0]
+    assert read_merges(str(tmp_path / "chars" / "merges.json")) == expected[1]
+    assert cli.main(["train", "bpe", "--vocab-size", "5", "--no-progress", "-o", str(tmp_path / "x"), str(corpus)]) == 2
+    assert "at least" in capsys.readouterr().err and not (tmp_path / "x" / "vocab.json").exists()

@@ -31,6 +31,12 @@ def read_merges(merges):
         if not os.path.isfile(merges):
             raise ValueError(f"`merges` must be a list of pairs or the path of a file. Received a path that is "
                              f"not a file: {os.fspath(merges)!r}.")
+        if os.fspath(merges).endswith(".json"):
+            try:
+                with open(merges, "rb") as file:
+                    return read_merges(json.loads(file.read().decode("utf-8")))
+            except (UnicodeDecodeError, ValueError) as error:
+                raise ValueError(f"Cannot read the merges {os.fspath(merges)!r}: {error}") from None
         lines = vocab_lib.read_vocabulary(merges)
         if lines and lines[0].startswith("#version"):
             lines = lines[1:]
@@ -58,7 +64,12 @@ def read_merges(merges):
 
 
 def write_merges(merges, path):
-    """Write a Hugging Face `merges.txt`, atomically."""
+    """Write the merges atomically: a Hugging Face `merges.txt`, or a JSON list of pairs when `path` ends
+    with `.json` (the form that can hold tokens with spaces, as character-level BPE makes)."""
+    if os.fspath(path).endswith(".json"):
+        data = json.dumps([list(pair) for pair in merges], ensure_ascii=False).encode("utf-8")
+        vocab_lib.write_atomically(path, data)
+        return
     lines = [MERGES_HEADER]
     for left, right in merges:
         if any(c in token for token in (left, right) for c in " \n\r"):
@@ -102,7 +113,7 @@ class BPELayer(TokenizerLayer):
         vocabulary: a list of tokens (id = position), a dict token -> id (ids 0..n-1), or the path of a
             `vocab.json` (or of a one-token-per-line file).
         merges: a list of `(left, right)` pairs (or `"left right"` strings) in rank order, or the path
-            of a `merges.txt`. Both tokens of a merge and their concatenation must be in the vocabulary.
+            of a `merges.txt` (or of a `.json` list of pairs). Both tokens of a merge and their concatenation must be in the vocabulary.
             A pair listed twice keeps its last rank, as in Hugging Face.
         byte_level: bool. True (the default): words are bytes, written in GPT-2's byte alphabet
             (`Ġ` for a space). False: words are characters, and tokens are plain text.
@@ -321,13 +332,10 @@ class BPELayer(TokenizerLayer):
     def save_assets(self, dir_path):
         tokens = self._require_vocabulary()
         write_vocab_json(tokens, os.path.join(dir_path, _VOCABULARY_ASSET))
-        data = json.dumps([list(pair) for pair in self._merges], ensure_ascii=False).encode("utf-8")
-        vocab_lib.write_atomically(os.path.join(dir_path, _MERGES_ASSET), data)
+        write_merges(self._merges, os.path.join(dir_path, _MERGES_ASSET))
 
     def load_assets(self, dir_path):
-        with open(os.path.join(dir_path, _MERGES_ASSET), "rb") as file:
-            merges = json.loads(file.read().decode("utf-8"))
-        self.set_vocabulary(os.path.join(dir_path, _VOCABULARY_ASSET), merges)
+        self.set_vocabulary(os.path.join(dir_path, _VOCABULARY_ASSET), os.path.join(dir_path, _MERGES_ASSET))
 
 
 def _static_table(keys, values, key_dtype):

@@ -66,7 +66,7 @@ def build_parser():
 
     bpe = algorithms.add_parser("bpe", help="learn a byte-pair encoding (the seeds' most-frequent-pair rule)")
     bpe.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
-    bpe.add_argument("--output", "-o", required=True, help="folder to write vocab.json and merges.txt to")
+    bpe.add_argument("--output", "-o", required=True, help="folder to write vocab.json and merges.txt (merges.json without --byte-level) to")
     bpe.add_argument("--vocab-size", type=int, default=30000, help="tokens to learn (default: 30000)")
     bpe.add_argument("--byte-level", action=argparse.BooleanOptionalAction, default=True,
                      help="words as bytes in GPT-2's byte alphabet (default: yes)")

@@ -207,7 +207,9 @@ def train_bpe(
         min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
         max_token_length: int or None. No token of more symbols is made.
         output_dir: optional folder: also write Hugging Face's `vocab.json` and `merges.txt` there
-            (atomically), which `BPELayer` and `tokenizers.ByteLevelBPETokenizer` both load.
+            (atomically), which `BPELayer` and `tokenizers.ByteLevelBPETokenizer` both load. Without
+            `byte_level`, tokens may hold spaces, which `merges.txt` cannot: the merges go to
+            `merges.json`, a list of pairs (as in Hugging Face's `tokenizer.json`).
         show_progress: bool. Progress bars on standard error for counting and merging.
     """
     import collections.abc
@@ -246,5 +248,5 @@ def train_bpe(
 
         os.makedirs(output_dir, exist_ok=True)
         write_vocab_json(vocabulary, os.path.join(output_dir, "vocab.json"))
-        write_merges(merges, os.path.join(output_dir, "merges.txt"))
+        write_merges(merges, os.path.join(output_dir, "merges.txt" if byte_level else "merges.json"))
     return vocabulary, merges
