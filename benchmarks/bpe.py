@@ -29,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["RAYON_NUM_THREADS"] = "1"  # Hugging Face tokenizers: one thread
 
 from _data import shared_data  # noqa: E402
+from _timing import measure  # noqa: E402
 
 DATA = shared_data()
 WIKITEXT = [DATA / "wikitext2-test.txt", DATA / "wikitext2-valid.txt"]
@@ -131,19 +132,6 @@ def encoders(directory):
     reference = ByteLevelBPETokenizer(vocab, merges)
     found["HF tokenizers 1 thread"] = reference.encode_batch
     return found, len(vocabulary)
-
-
-def measure(found, batches, rounds):
-    timings = {name: [] for name in found}
-    for encode in found.values():
-        encode(batches[0])  # trace and warm up
-    for _ in range(rounds):
-        for name, encode in found.items():
-            start = time.perf_counter()
-            for batch in batches:
-                encode(batch)
-            timings[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in timings.items()}
 
 
 def encoding_tables(rounds, single):

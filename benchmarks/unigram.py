@@ -29,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from _data import shared_data  # noqa: E402
+from _timing import measure  # noqa: E402
 from tfsubword import UnigramLayer  # noqa: E402
 
 DATA = shared_data()
@@ -69,19 +70,6 @@ def systems(model):
     except ImportError:
         print("tensorflow-text not installed: skipped")
     return found
-
-
-def measure(found, batches, rounds):
-    timings = {name: [] for name in found}
-    for encode in found.values():
-        encode(batches[0])  # trace and warm up
-    for _ in range(rounds):
-        for name, encode in found.items():
-            start = time.perf_counter()
-            for batch in batches:
-                encode(batch)
-            timings[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in timings.items()}
 
 
 TRAIN_SIZE = 7000

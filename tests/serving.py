@@ -46,3 +46,15 @@ def serve(path, texts, signature="serving_default"):
     if answer["loaded"]:
         raise AssertionError(f"the serving process imported {answer['loaded']}")
     return answer["outputs"]
+
+
+def serve_ragged(layer, texts, directory):
+    """Save `layer` with `tf.saved_model.save` behind a ragged-to-dense signature, serve it on `texts` in
+    a plain-TensorFlow subprocess, and return each row's ids (the padding -1 removed)."""
+    import tensorflow as tf
+
+    module = tf.Module()
+    module.layer = layer
+    module.f = tf.function(lambda x: {"ids": layer(x).to_tensor(-1)}, input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(directory), signatures={"serving_default": module.f})
+    return [[i for i in row if i >= 0] for row in serve(directory, texts)["ids"]]

@@ -246,12 +246,12 @@ class BPELayer(TokenizerLayer):
         words = byte_level_lib.split_words(strings)
         distinct, index = tf.unique(words.flat_values, out_idx=tf.int64)
         whole = self._whole_words.lookup(distinct)
-        is_whole = whole >= 0
-        missed = tf.where(~is_whole & (tf.strings.length(distinct) > 0))[:, 0]
+        is_whole, is_empty = whole >= 0, tf.strings.length(distinct) == 0
+        missed = tf.where(~is_whole & ~is_empty)[:, 0]
         merged = self._merge_words(tf.gather(distinct, missed))
         # The distinct words' tokens, rows in the order: whole words, merged words, empty words.
         hits = tf.where(is_whole)[:, 0]
-        empty = tf.where(~is_whole & (tf.strings.length(distinct) == 0))[:, 0]
+        empty = tf.where(~is_whole & is_empty)[:, 0]
         order = tf.concat([hits, missed, empty], axis=0)
         rows = tf.concat(
             [
@@ -281,6 +281,7 @@ class BPELayer(TokenizerLayer):
         symbols, rows = tf.boolean_mask(symbols, known), tf.boolean_mask(rows, known)
         size = tf.constant(self._size, tf.int64)
         table = self._merge_table
+        number_of_words = tf.shape(words, out_type=tf.int64)[0]
 
         def step(symbols, rows, _):
             count = tf.size(symbols, out_type=tf.int64)
@@ -291,7 +292,7 @@ class BPELayer(TokenizerLayer):
             mergeable = found >= 0
             # The leftmost pair of lowest rank in each word: minimize rank * count + position.
             key = tf.where(mergeable, (found // size) * count + tf.range(pairs), tf.int64.max)
-            best = tf.math.unsorted_segment_min(key, rows[:-1], tf.shape(words, out_type=tf.int64)[0])
+            best = tf.math.unsorted_segment_min(key, rows[:-1], number_of_words)
             chosen = mergeable & (key == tf.gather(best, rows[:-1]))
             chosen_at = tf.concat([chosen, [False]], axis=0)
             merged = tf.where(chosen_at, tf.concat([found % size, [0]], axis=0), symbols)
@@ -304,7 +305,7 @@ class BPELayer(TokenizerLayer):
             (symbols, rows, tf.size(symbols) > 1),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
         )
-        return tf.RaggedTensor.from_value_rowids(symbols, rows, nrows=tf.shape(words, out_type=tf.int64)[0], validate=False)
+        return tf.RaggedTensor.from_value_rowids(symbols, rows, nrows=number_of_words, validate=False)
 
     def _detokenize_tokens(self, tokens):
         """Tokens -> text: each token's bytes joined (byte-level symbols back to bytes), with invalid
