@@ -87,16 +87,46 @@ class Trie(tf.Module):
             unmatched, indices, value
         )
 
-    def all_matches(self, code_points, start_nodes, limits):
-        """Every key starting at every position: int32 `(origins, ends, values)`, one entry per match.
+    def matches_by_end(self, code_points, limits, width, missing):
+        """Every key at every position, indexed by where it ends.
 
-        Arguments as for `longest_matches`. Matches come grouped by length, shortest first.
+        Args:
+            code_points: int32 `[n]`, the text (all words concatenated).
+            limits: int32 `[n]`, the exclusive end of the word each position belongs to.
+            width: a Python int: keys longer than this are not looked for.
+            missing: the value of cells with no key.
+
+        Returns:
+            int32 `[n, width]`: row e, column j holds the value of the key of `width - j` characters
+            that ends at position e (so the columns run from the earliest start to the latest).
         """
+        size = tf.size(code_points)
+        cells = tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None])
+        values = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None])
+        # Seeded with an empty block: concatenating a TensorArray with no elements fails.
+        cells, values = cells.write(0, tf.zeros([0], tf.int64)), values.write(0, tf.zeros([0], tf.int32))
 
-        def record(origin, best_end, best_value, child, accepted, moved):
-            return tf.gather(tf.stack([origin, best_end, best_value], axis=1), ops.indices_where(accepted))
+        # Step k extends every live walk by its k-th character.
+        def step(k, origin, node, limit, cells, values):
+            position = origin + k - 1
+            char = tf.gather(code_points, tf.minimum(position, size - 1))
+            key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
+            child = tf.where(position < limit, self._transitions.lookup(key), -1)
+            value = tf.gather(self._node_values, tf.maximum(child, 0))
+            accepted = ops.indices_where((child >= 0) & (value >= 0))
+            cells = cells.write(k, tf.cast(tf.gather(position, accepted), tf.int64) * width + tf.cast(width - k, tf.int64))
+            values = values.write(k, tf.gather(value, accepted))
+            live = ops.indices_where(child >= 0)
+            return k + 1, tf.gather(origin, live), tf.gather(child, live), tf.gather(limit, live), cells, values
 
-        return tuple(tf.unstack(self._walk(code_points, start_nodes, limits, record), num=3, axis=1))
+        _, _, _, _, cells, values = tf.while_loop(
+            lambda k, origin, *_: (k <= width) & (tf.size(origin) > 0),
+            step,
+            (1, tf.range(size), tf.zeros([size], tf.int32), limits, cells, values),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([None]), None, None),
+        )
+        table = tf.scatter_nd(cells.concat()[:, None], values.concat() - missing, tf.cast(size, tf.int64)[None] * width) + missing
+        return tf.reshape(table, [size, width])
 
     def _walk(self, code_points, start_nodes, limits, record):
         """Walk the trie from every position with a start node, one character per loop iteration.

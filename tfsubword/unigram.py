@@ -17,8 +17,11 @@ _SPACE, _ESCAPED_SPACE, _REPLACEMENT = 0x20, 0x2581, 0xFFFD
 _MODEL_ASSET = "sentencepiece.model"
 _UNK_PENALTY = np.float32(10.0)
 _FLT_MIN, _FLT_MAX = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+_EXPONENT_BITS = np.int64(0x7FF0000000000000)  # of a float64
 # Per code point: it is a one-character key, the first or the second character of a longer key.
 _SINGLE, _FIRST, _SECOND = 1, 2, 4
+# Beyond this many ranges of special characters, every line goes through the full normalizer.
+_MAX_RANGES = 5000
 
 
 class SentencePieceNormalizer(tf.Module):
@@ -53,6 +56,53 @@ class SentencePieceNormalizer(tf.Module):
                     flags[ord(key[1])] |= _SECOND
             self._flags = tf.constant(flags)
         self.space = _ESCAPED_SPACE if spec.escape_whitespaces else _SPACE
+        # With these switches, a line that no rule touches normalizes to "▁" + its space-separated
+        # words joined by "▁": `words` then splits it with one string op. A key can match only where
+        # a character is a one-character key or the second character of a longer key; U+FFFD may
+        # stand for invalid bytes, and U+2581 splits words. Lines made of other characters only are
+        # found with one regular expression (invalid UTF-8 never matches it).
+        special = flags & (_SINGLE | _SECOND) != 0
+        special[[_REPLACEMENT, _ESCAPED_SPACE]] = True
+        ranges = _ranges(np.nonzero(special)[0])
+        self._plain_line = "[^" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]*"
+        self.splits_words = (
+            spec.add_dummy_prefix and spec.remove_extra_whitespaces and spec.escape_whitespaces and len(ranges) <= _MAX_RANGES
+        )
+
+    def words(self, strings):
+        """`[n]` strings -> (words, row splits int64): the words of each normalized string, each
+        without the `▁` that starts it. Needs `splits_words`.
+
+        Lines with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule could
+        touch (most lines) are split at spaces; the others are normalized code point by code point.
+        """
+        needs_rules = ~tf.strings.regex_full_match(strings, self._plain_line)
+        plain, ruled = ops.indices_where(~needs_rules), ops.indices_where(needs_rules)
+        split = tf.strings.split(tf.gather(strings, plain), " ")
+        nonempty = ops.indices_where(tf.strings.length(split.flat_values) > 0)
+        words = tf.gather(split.flat_values, nonempty)
+        word_splits = ops.splits_from_row_ids(tf.gather(split.value_rowids(), nonempty), tf.size(plain, out_type=tf.int64))
+
+        def with_ruled_lines():
+            values, value_splits = self.normalize(tf.gather(strings, ruled))
+            # Every word starts at a space symbol (the first at the dummy prefix), and every space
+            # symbol starts a word: the words are the runs of other characters after each one.
+            size = tf.size(values, out_type=tf.int64)
+            is_space = values == self.space
+            starts = ops.indices_where(is_space)
+            count = tf.size(starts, out_type=tf.int64)
+            inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
+            inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
+            ruled_words = tf.strings.unicode_encode(inner, "UTF-8")
+            start_lines = tf.searchsorted(value_splits[1:], starts, side="right", out_type=tf.int64)
+            marked_splits = ops.splits_from_row_ids(start_lines, tf.size(ruled, out_type=tf.int64))
+            table = tf.concat([words, ruled_words], axis=0)
+            table_splits = tf.concat([word_splits, word_splits[-1] + marked_splits[1:]], axis=0)
+            n = tf.size(strings, out_type=tf.int64)
+            order = tf.concat([plain, ruled], axis=0)
+            return ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
+
+        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits))
 
     def normalize(self, strings):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings."""
@@ -164,6 +214,16 @@ class SentencePieceNormalizer(tf.Module):
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
         chunks = tf.gather(chunk_of_position, ops.row_ids(value_splits, tf.size(values)))
         return values, value_splits, chunks, tf.constant(True)
+
+
+def _ranges(sorted_values):
+    """Sorted distinct ints -> the (first, last) of each run of consecutive ones."""
+    if not len(sorted_values):
+        return []
+    breaks = np.nonzero(np.diff(sorted_values) > 1)[0]
+    firsts = np.concatenate([[sorted_values[0]], sorted_values[breaks + 1]])
+    lasts = np.concatenate([sorted_values[breaks], [sorted_values[-1]]])
+    return list(zip(firsts.tolist(), lasts.tolist()))
 
 
 def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
@@ -373,8 +433,12 @@ class UnigramLayer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
-        values, splits = self._normalizer.normalize(strings)
-        ids, id_splits = self._viterbi(values, splits)
+        normalizer = self._normalizer
+        if normalizer.splits_words and self._viterbi.by_words:
+            words, word_splits = normalizer.words(strings)
+            ids, id_splits = self._viterbi.segment_words(words, word_splits, lambda lines: normalizer.normalize(tf.gather(strings, lines)))
+        else:
+            ids, id_splits = self._viterbi(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def _detokenize_tokens(self, tokens):
@@ -443,6 +507,7 @@ class Viterbi(tf.Module):
         self._unknown_id = int(unknown_id)
         self._width = int(max_piece_chars)
         self._space = space
+        self.by_words = space is not None
         self._max_score_magnitude = float(np.max(np.abs(path_scores))) if len(path_scores) else 0.0
         with tf.init_scope():
             self._scores = {
@@ -454,7 +519,17 @@ class Viterbi(tf.Module):
         if self._space is None:
             ids, id_splits = self._exact(code_points, splits)
         else:
-            ids, id_splits = self._by_words(code_points, splits)
+            starts, word_splits = _word_starts(code_points, splits, self._space)
+            ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
+            words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, tf.concat([starts, ends[-1:]], axis=0), validate=False), "UTF-8")
+            ids, id_splits = self._by_words(words, word_splits, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="")
+        return _merge_unknowns(ids, id_splits, self._unknown_id)
+
+    def segment_words(self, words, word_splits, normalize_lines):
+        """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
+        into lines by `word_splits` -> (ids int32, row splits int64). `normalize_lines(indices)` gives
+        the normalized code points of some lines, to segment them whole where rounding could matter."""
+        ids, id_splits = self._by_words(words, word_splits, normalize_lines, prefix=chr(self._space))
         return _merge_unknowns(ids, id_splits, self._unknown_id)
 
     def _exact(self, code_points, splits):
@@ -463,20 +538,14 @@ class Viterbi(tf.Module):
         rows = ops.row_ids(splits, tf.size(code_points))
         return tf.gather(paths["piece"], ends), ops.splits_from_row_ids(tf.gather(rows, ends), tf.size(splits, out_type=tf.int64) - 1)
 
-    def _by_words(self, code_points, splits):
-        size = tf.size(code_points)
-        n = tf.size(splits, out_type=tf.int64) - 1
-        rows = ops.row_ids(splits, size)
-        position = tf.range(tf.cast(size, tf.int64))
-        starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (code_points == self._space))
-        word_splits = tf.concat([starts, [tf.cast(size, tf.int64)]], axis=0)
-        word_lines = tf.gather(rows, starts)
-        line_word_splits = ops.splits_from_row_ids(word_lines, n)
-        words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, word_splits, validate=False), "UTF-8")
-        _, occurrence = tf.unique(words, out_idx=tf.int64)
-        n_distinct = tf.reduce_max(tf.concat([[-1], occurrence], axis=0)) + 1
-        first = tf.math.unsorted_segment_min(tf.range(tf.size(occurrence, out_type=tf.int64)), occurrence, n_distinct)
-        distinct_values, distinct_splits = ops.gather_rows(code_points, word_splits, first)
+    def _by_words(self, words, line_word_splits, normalize_lines, prefix):
+        n = tf.size(line_word_splits, out_type=tf.int64) - 1
+        word_lines = ops.row_ids(line_word_splits, tf.size(words))
+        distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
+        if prefix:
+            distinct_words = tf.strings.join([prefix, distinct_words])
+        n_distinct = tf.size(distinct_words, out_type=tf.int64)
+        distinct_values, distinct_splits = ops.decode_utf8(distinct_words)
 
         paths = self._best_paths(distinct_values, distinct_splits, tf.float64, gaps=True)
         ends = ops.indices_where(paths["on_path"])
@@ -490,9 +559,11 @@ class Viterbi(tf.Module):
         occurrence_total = tf.gather(total, occurrence)
         before = tf.cumsum(occurrence_total, exclusive=True)
         before -= tf.gather(before, tf.gather(line_word_splits, word_lines))
-        length = tf.cast(word_splits[1:] - word_splits[:-1], tf.float64)
+        length = tf.cast(tf.gather(distinct_splits[1:] - distinct_splits[:-1], occurrence), tf.float64)
         magnitude = tf.abs(before) * (1 + 1e-6) + length * self._max_score_magnitude + 1
-        ulp = tf.pow(tf.constant(2.0, tf.float64), tf.floor(tf.math.log(magnitude) / np.log(2.0)) - 23)
+        # A single-precision ulp there: 2 ** (floor(log2(magnitude)) - 23), read off the exponent bits.
+        power_of_two = tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64)
+        ulp = power_of_two * 2.0**-23
         fragile = ~(tf.gather(smallest_gap, occurrence) > (length + 2) * ulp)
 
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
@@ -500,13 +571,13 @@ class Viterbi(tf.Module):
         fragile_lines = ops.indices_where(tf.math.unsorted_segment_max(tf.cast(fragile, tf.int32), word_lines, n) > 0)
         return tf.cond(
             tf.size(fragile_lines) > 0,
-            lambda: self._redo_lines(values, line_splits, code_points, splits, fragile_lines),
+            lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines),
             lambda: (values, line_splits),
         )
 
-    def _redo_lines(self, values, line_splits, code_points, splits, lines):
-        """Segment `lines` whole, exactly, and put them in place of their word-by-word segmentation."""
-        line_values, line_value_splits = ops.gather_rows(code_points, splits, lines)
+    def _redo_lines(self, values, line_splits, line_values, line_value_splits, lines):
+        """Segment `lines` (given normalized) whole, exactly, and put them in place of their
+        word-by-word segmentation."""
         exact, exact_splits = self._exact(line_values, line_value_splits)
         n = tf.size(line_splits, out_type=tf.int64) - 1
         redone = tf.scatter_nd(lines[:, None], tf.range(1, tf.size(lines, out_type=tf.int64) + 1), [n]) - 1
@@ -517,68 +588,50 @@ class Viterbi(tf.Module):
     def _best_paths(self, code_points, splits, dtype, gaps=False):
         """The best path through each row: per position, the piece ending there on the best path to
         it and whether it is on the row's best path; with `gaps`, also the best score there and its
-        lead over the runner-up."""
+        lead over the runner-up (at the positions on the path)."""
         width = self._width
         size = tf.size(code_points)
         n = tf.size(splits) - 1
         rows = tf.cast(ops.row_ids(splits, size), tf.int32)
         row_starts = tf.cast(splits[:-1], tf.int32)
         limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
-        origins, ends, ids = self._trie.all_matches(code_points, tf.zeros_like(code_points), limits)
-        # Unknown characters: the positions that start no one-character piece.
-        lengths = ends - origins
-        singles = tf.gather(origins, ops.indices_where(lengths == 1))
-        single = tf.tensor_scatter_nd_max(tf.zeros([size], tf.int32), singles[:, None], tf.ones_like(singles))
-        unknown_starts = tf.cast(ops.indices_where(single == 0), tf.int32)
-        origins = tf.concat([origins, unknown_starts], axis=0)
-        lengths = tf.concat([lengths, tf.ones_like(unknown_starts)], axis=0)
-        ids = tf.concat([ids, tf.fill(tf.shape(unknown_starts), self._unknown_id)], axis=0)
-        # matches[(p + width) * width + length - 1]: the piece of `length` characters starting at p, or
-        # `none` (whose score is -inf). `width` empty positions in front let every step read `width`
-        # candidates without a bounds check: a piece never crosses the start of its row.
         scores = self._scores[dtype]
-        none = tf.size(scores) - 1
-        matches = tf.tensor_scatter_nd_update(
-            tf.fill([(size + width) * width], none), ((origins + width) * width + lengths - 1)[:, None], ids
-        )
+        none = tf.size(scores) - 1  # scores[none] is -inf
+        # pieces[e, j]: the piece of width - j characters ending at e. A character that starts no
+        # one-character piece is an unknown piece of its own.
+        pieces = self._trie.matches_by_end(code_points, limits, width, none)
+        singles = pieces[:, -1]
+        pieces = tf.concat([pieces[:, :-1], tf.where(singles == none, self._unknown_id, singles)[:, None]], axis=1)
+        piece_scores = tf.gather(scores, pieces)
 
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
         sorted_lengths = tf.gather(row_lengths, order)
+        sorted_starts = tf.gather(row_starts, order)
         longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
         active_per_step = tf.reduce_sum(
             tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1
         )
-        # Column j of a step's candidates is the piece of width - j characters ending at the step's
-        # position, so columns run by increasing start, as SentencePiece visits them.
-        piece_lengths = width - tf.range(width)
-        row_offsets = (tf.gather(row_starts, order) + width) * width
-        column_offsets = piece_lengths - 1 - piece_lengths * width
 
-        def step(t, best, winners, leads, tops):
+        # `best` holds, per row, the best scores of the `width` positions before the step's; column
+        # j pairs with the piece of width - j characters, so the columns run by increasing start, as
+        # SentencePiece visits them, and argmax keeps the first of the best.
+        def step(t, best, winners, tops):
             active = active_per_step[t - 1]
-            candidates = tf.gather(matches, row_offsets[:active, None] + (t * width + column_offsets)[None, :])
-            totals = tf.gather(scores, candidates) + best[:active]
-            winner = tf.argmax(totals, axis=1, output_type=tf.int32)  # the first of the best
-            top = tf.reduce_max(totals, axis=1)
-            winners = winners.write(t - 1, winner)
-            if gaps:
-                runner_up = tf.reduce_max(
-                    tf.where(tf.range(width)[None, :] == winner[:, None], tf.constant(-np.inf, dtype), totals), axis=1
-                )
-                leads = leads.write(t - 1, top - runner_up)
-                tops = tops.write(t - 1, top)
+            totals = tf.gather(piece_scores, sorted_starts[:active] + t - 1) + best[:active]
+            winner = tf.argmax(totals, axis=1, output_type=tf.int32)
+            top = tf.gather(totals, winner, axis=1, batch_dims=1)
             best = tf.concat([best[:active, 1:], top[:, None]], axis=1)
-            return t + 1, tf.ensure_shape(best, [None, width]), winners, leads, tops
+            return t + 1, tf.ensure_shape(best, [None, width]), winners.write(t - 1, winner), tops.write(t - 1, top)
 
         def array(dtype):
             return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
 
-        _, _, winners, leads, tops = tf.while_loop(
+        _, _, winners, tops = tf.while_loop(
             lambda t, *_: t <= longest,
             step,
-            (1, tf.zeros([n, width], dtype), array(tf.int32), array(dtype), array(dtype)),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, width]), None, None, None),
+            (1, tf.zeros([n, width], dtype), array(tf.int32), array(dtype)),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, width]), None, None),
         )
         # The records of (row, position t) sit at step_offsets[t - 1] + the row's rank by length.
         step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
@@ -589,10 +642,9 @@ class Viterbi(tf.Module):
         def per_position(records, dtype):
             return tf.gather(tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype)), record)
 
-        piece_length = width - per_position(winners, tf.int32)
-        paths = {"piece": tf.gather(matches, (tf.range(size) + 1 - piece_length + width) * width + piece_length - 1)}
-        if gaps:
-            paths["gap"], paths["best"] = per_position(leads, dtype), per_position(tops, dtype)
+        winner = per_position(winners, tf.int32)
+        piece_length = width - winner
+        paths = {"piece": tf.gather(tf.reshape(pieces, [-1]), tf.range(size) * width + winner)}
         # Walk back from the end of each row; reversed, the walk moves forward, as `greedy_path` needs.
         reversed_index = size - 1 - tf.range(size)
         back = tf.range(size) - piece_length  # the last character of the previous piece
@@ -600,8 +652,23 @@ class Viterbi(tf.Module):
         nonempty = ops.indices_where(row_lengths > 0)
         row_ends = tf.gather(tf.cast(splits[1:], tf.int32), nonempty) - 1
         path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
-        on_path = matching.greedy_path(tf.gather(back_reversed, reversed_index), path_starts, longest)
-        paths["on_path"] = tf.reverse(on_path, [0])
+        on_path = tf.reverse(matching.greedy_path(tf.gather(back_reversed, reversed_index), path_starts, longest), [0])
+        paths["on_path"] = on_path
+        if gaps:
+            paths["best"] = best = per_position(tops, dtype)
+            # At each position on a path, the candidates again: the score before each piece's start
+            # (0 at the row's start; the cells of pieces that would start before it are -inf anyway).
+            ends = ops.indices_where(on_path)
+            end_positions = tf.cast(ends, tf.int32)
+            previous = end_positions[:, None] - width + tf.range(width)[None, :]
+            inside = previous >= tf.gather(tf.gather(row_starts, rows), ends)[:, None]
+            before = tf.where(inside, tf.gather(best, tf.maximum(previous, 0)), tf.constant(0, dtype))
+            totals = tf.gather(piece_scores, end_positions) + before
+            path_winner = tf.gather(winner, ends)
+            chosen = tf.range(width)[None, :] == path_winner[:, None]
+            runner_up = tf.reduce_max(tf.where(chosen, tf.constant(-np.inf, dtype), totals), axis=1)
+            lead = tf.gather(totals, path_winner, axis=1, batch_dims=1) - runner_up
+            paths["gap"] = tf.scatter_nd(ends[:, None], lead, tf.cast(size, tf.int64)[None])
         return paths
 
 
@@ -613,15 +680,25 @@ def word_counter(normalizer_spec):
     normalizer = SentencePieceNormalizer(normalizer_spec)
 
     def words_of(lines):
+        if normalizer.splits_words:
+            words, _ = normalizer.words(lines)
+            return tf.strings.join([SPACE_SYMBOL, words])
         values, splits = normalizer.normalize(lines)
-        size = tf.size(values)
-        position = tf.range(tf.cast(size, tf.int64))
-        rows = ops.row_ids(splits, size)
-        starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (values == normalizer.space))
-        word_splits = tf.concat([starts, [tf.cast(size, tf.int64)]], axis=0)
+        starts, _ = _word_starts(values, splits, normalizer.space)
+        word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
         return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(values, word_splits, validate=False), "UTF-8")
 
     return batch_counter(words_of)
+
+
+def _word_starts(code_points, splits, space):
+    """Where the words of normalized texts start (at a space symbol, or at the start of a line), and
+    the row splits grouping those words into lines."""
+    size = tf.size(code_points)
+    position = tf.range(tf.cast(size, tf.int64))
+    rows = ops.row_ids(splits, size)
+    starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (code_points == space))
+    return starts, ops.splits_from_row_ids(tf.gather(rows, starts), tf.size(splits, out_type=tf.int64) - 1)
 
 
 def _merge_unknowns(ids, splits, unknown_id):
