@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from tfsubword.normalization_rules import NAMES as NORMALIZATIONS
+
 
 def _special_tokens(value):
     return tuple(token for token in value.split(",") if token)
@@ -61,6 +63,8 @@ def build_parser():
     unigram.add_argument("--character-coverage", type=float, default=0.9995,
                          help="share of characters that must be pieces (default: 0.9995)")
     unigram.add_argument("--max-piece-length", type=int, default=16, help="longest piece, in characters (default: 16)")
+    unigram.add_argument("--normalization", choices=NORMALIZATIONS, default="nmt_nfkc",
+                         help="character rules applied before training, kept in the model (default: nmt_nfkc)")
     unigram.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                          help="progress bars on standard error (default: yes)")
 
@@ -155,6 +159,7 @@ def _train_unigram(arguments):
         model_file=arguments.output,
         character_coverage=arguments.character_coverage,
         max_piece_length=arguments.max_piece_length,
+        normalization=arguments.normalization,
         show_progress=arguments.progress,
     )
     scores = os.path.splitext(arguments.output)[0] + ".vocab"

@@ -2,9 +2,9 @@
 
 A `.model` file is a serialized `ModelProto` (protocol buffers, proto2): the pieces with their scores
 and types, the trainer's settings and the normalizer's. This module decodes the few fields a tokenizer
-needs straight from the wire format, and decodes the normalizer's precompiled character map (a
-Darts-clone double-array trie over UTF-8 bytes, followed by the replacement strings) into a plain
-`{source: replacement}` dict.
+needs straight from the wire format, and converts the normalizer's precompiled character map (a
+Darts-clone double-array trie over UTF-8 bytes, followed by the replacement strings, see
+`tfsubword.darts`) to and from a plain `{source: replacement}` dict.
 """
 
 import dataclasses
@@ -13,6 +13,8 @@ import os
 import struct
 
 import numpy as np
+
+from tfsubword import darts
 
 # ModelProto.SentencePiece.Type
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -208,7 +210,7 @@ def decode_charsmap(blob):
     units = np.frombuffer(blob[4 : 4 + trie_size], dtype="<u4").astype(np.int64)
     strings = blob[4 + trie_size :]
     rules = {}
-    for key, offset in _darts_keys(units):
+    for key, offset in darts.items(units):
         end = strings.find(b"\0", offset)
         if offset >= len(strings) or end < 0:
             raise ValueError("a character map value points outside its strings")
@@ -216,42 +218,38 @@ def decode_charsmap(blob):
     return rules
 
 
-def _darts_keys(units):
-    """Every (key bytes, value) of a Darts-clone double array, breadth first over all 255 labels."""
-
-    def offset(unit):
-        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
-
-    def label(unit):
-        return unit & ((1 << 31) | 0xFF)
-
-    size = len(units)
-    labels = np.arange(1, 256, dtype=np.int64)
-    positions = np.array([offset(units[0])], np.int64)  # the root is unit 0; its children hang off its offset
-    prefixes = np.zeros((1, 0), np.uint8)
-    keys = []
-    while len(positions):
-        if prefixes.shape[1] > 1024:
-            raise ValueError("the character map's trie is too deep")
-        next_positions, next_prefixes = [], []
-        for block in range(0, len(positions), 4096):  # bounded memory: 4096 nodes x 255 labels at a time
-            children = positions[block : block + 4096, None] ^ labels[None, :]
-            inside = children < size
-            child_units = np.where(inside, units[np.minimum(children, size - 1)], -1)
-            parents, columns = np.nonzero(inside & (label(child_units) == labels[None, :]))
-            child_units = child_units[parents, columns]
-            moved = children[parents, columns] ^ offset(child_units)
-            grown = np.concatenate([prefixes[block + parents], labels[columns, None].astype(np.uint8)], axis=1)
-            for index in np.nonzero((child_units >> 8) & 1)[0]:
-                keys.append((grown[index].tobytes(), int(units[moved[index]] & ((1 << 31) - 1))))
-            next_positions.append(moved)
-            next_prefixes.append(grown)
-        positions = np.concatenate(next_positions)
-        prefixes = np.concatenate(next_prefixes)
-    return keys
-
-
 # Encoding.
+
+_MAX_NESTED_RULES = 31  # SentencePiece's normalizer reads at most 32 matches at one position, and wants fewer
+
+
+def encode_charsmap(rules):
+    """The precompiled character map of `rules`, `{source: replacement}`: the inverse of `decode_charsmap`.
+
+    Sources are non-empty; neither side holds U+0000. No rules give `b""`: no map, as SentencePiece's
+    `identity`. Each replacement is stored once.
+
+    Examples:
+
+    >>> blob = encode_charsmap({"ﬁ": "fi", "①": "1", "\\t": " "})
+    >>> sorted(decode_charsmap(blob).items())
+    [('\\t', ' '), ('①', '1'), ('ﬁ', 'fi')]
+    """
+    if not rules:
+        return b""
+    for source, target in rules.items():
+        if not isinstance(source, str) or not isinstance(target, str) or not source or "\0" in source + target:
+            raise ValueError(f"Rules must map non-empty str to str, without U+0000. Received: {source!r}: {target!r}.")
+    for source in rules:
+        nested = sum(source[:length] in rules for length in range(1, len(source) + 1))
+        if nested > _MAX_NESTED_RULES:
+            raise ValueError(f"At most {_MAX_NESTED_RULES} rules may be prefixes of one source. Received: {source!r}.")
+    offsets, strings = {}, bytearray()
+    for target in sorted(set(rules.values())):
+        offsets[target] = len(strings)
+        strings += target.encode("utf-8") + b"\0"
+    units = darts.build((source.encode("utf-8"), offsets[target]) for source, target in rules.items())
+    return struct.pack("<I", units.nbytes) + units.tobytes() + bytes(strings)
 
 
 def _varint_bytes(value):

@@ -103,6 +103,7 @@ def train_unigram(
     model_file=None,
     character_coverage=0.9995,
     max_piece_length=16,
+    normalization="nmt_nfkc",
     add_dummy_prefix=True,
     remove_extra_whitespaces=True,
     split_by_script=True,
@@ -114,27 +115,36 @@ def train_unigram(
     """Learn a unigram vocabulary, SentencePiece's way, returned as `[(piece, log_probability), ...]`.
 
     The first three pieces are `<unk>`, `<s>` and `</s>` (score 0), as SentencePiece's; the rest are best
-    first. Words are counted with `UnigramLayer`'s own normalizer in the graph: whitespace runs collapse,
-    `▁` marks each word's start (`add_dummy_prefix`), the text is otherwise kept as it is (the
-    `identity` character map: NFKC folding is not built yet). See `tfsubword.train.unigram` for the
-    algorithm: seed substrings, EM with forward-backward, pruning by likelihood loss.
+    first. Words are counted with `UnigramLayer`'s own normalizer in the graph: the `normalization`
+    rules rewrite the text (SentencePiece's default, `nmt_nfkc`, folds compatibility characters: "ﬁ" ->
+    "fi", "①" -> "1", "Ａ" -> "A", and turns tabs and line breaks into spaces), whitespace runs
+    collapse and `▁` marks each word's start (`add_dummy_prefix`). The `.model` file carries the same
+    rules. See `tfsubword.train.unigram` for the algorithm: seed substrings, EM with forward-backward,
+    pruning by likelihood loss.
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count whose
-            words already carry their `▁` marks. Pass this or `files`.
+            words are already normalized and carry their `▁` marks. Pass this or `files`.
         vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
             warning, when the corpus does not have enough.
         files: paths of UTF-8 text files, read lazily line by line.
         model_file: optional path: also write a SentencePiece `.model` file there (atomically), which
-            `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load.
+            `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load. It holds the
+            normalization rules; `UnigramLayer` given the returned list applies none (`identity`).
         character_coverage: the share of the text's characters that must be pieces; rarer characters
             become `<unk>`. Defaults to 0.9995, as SentencePiece.
         max_piece_length: int. The longest piece, in characters. Defaults to 16.
+        normalization: "nmt_nfkc" (NFKC plus SentencePiece's whitespace and control-character rules),
+            "nfkc" or "identity" (the text as it is). Defaults to "nmt_nfkc", as SentencePiece; the rules
+            are built from Python's `unicodedata` (see `tfsubword.normalization_rules`).
         add_dummy_prefix, remove_extra_whitespaces: the normalizer's switches. Default True.
         split_by_script: bool. Pieces never mix scripts (letters of one script, digits, punctuation).
         seed_size, shrinking_factor, num_sub_iterations: SentencePiece's training knobs.
         show_progress: bool. Progress bars on standard error.
     """
+    import dataclasses
+
+    from tfsubword import normalization_rules
     from tfsubword import sentencepiece_model as spm_model
     from tfsubword.train.unigram import META_PIECES, learn_unigram
 
@@ -146,8 +156,16 @@ def train_unigram(
         raise ValueError(f"`character_coverage` must be in (0, 1]. Received: {character_coverage!r}.")
     if not 0 < shrinking_factor < 1:
         raise ValueError(f"`shrinking_factor` must be in (0, 1). Received: {shrinking_factor!r}.")
+    if normalization not in normalization_rules.NAMES:
+        raise ValueError(
+            f"`normalization` must be one of {', '.join(map(repr, normalization_rules.NAMES))}. "
+            f"Received: normalization={normalization!r}."
+        )
     normalizer = spm_model.Normalizer(
-        name="identity", add_dummy_prefix=add_dummy_prefix, remove_extra_whitespaces=remove_extra_whitespaces
+        name=normalization,
+        charsmap=normalization_rules.charsmap(normalization),
+        add_dummy_prefix=add_dummy_prefix,
+        remove_extra_whitespaces=remove_extra_whitespaces,
     )
     from tfsubword.train.counting import count_words
     from tfsubword.unigram import word_counter
@@ -168,6 +186,9 @@ def train_unigram(
     vocabulary = [(piece, 0.0) for piece in META_PIECES] + pieces
     if model_file is not None:
         kinds = [spm_model.UNKNOWN, spm_model.CONTROL, spm_model.CONTROL] + [spm_model.NORMAL] * len(pieces)
+        normalizer = dataclasses.replace(
+            normalizer, precompiled_charsmap=normalization_rules.precompiled_charsmap(normalization)
+        )
         data = spm_model.serialize([(p, s, k) for (p, s), k in zip(vocabulary, kinds)], normalizer)
         from tfsubword.vocab import write_atomically
 
