@@ -130,10 +130,12 @@ def main():
     parser.add_argument("--single", type=int, default=300, help="lines encoded one at a time")
     parser.add_argument("--train-one", choices=("tfsubword", "SentencePiece"), help=argparse.SUPPRESS)
     parser.add_argument("--skip-encoding", action="store_true")
+    parser.add_argument("--skip-training", action="store_true")
     args = parser.parse_args()
     if args.train_one:
         return train_one(args.train_one)
-    training_table(min(args.rounds, 3))
+    if not args.skip_training:
+        training_table(min(args.rounds, 3))
     if args.skip_encoding:
         return
     lines = lines_of("wikitext2-valid.txt")

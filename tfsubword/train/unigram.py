@@ -3,10 +3,19 @@
 Pure Python + NumPy over word counts (words carry their `▁` word-boundary mark). The steps follow
 SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
 
+0. The meta pieces' texts (`<unk>`, `<s>`, `</s>`) inside words are not text to learn: each occurrence
+   becomes one unknown character (SentencePiece's `LoadSentences` replaces them by a boundary that is
+   never a required character), so no piece holds them, and `<`, `>` are required only if other text
+   has them.
 1. Seed pieces: every substring of a word, up to `max_piece_length` characters, that occurs at least
    twice (counted exactly, length by length, with NumPy), never holding `▁` after its first character,
-   unknown characters, or characters of two scripts; the `seed_size` with the largest
-   frequency x length, plus every required character. Scores start as log relative frequencies.
+   unknown characters, or characters of two scripts (ASCII digits count as punctuation, SentencePiece's
+   `Common` script); the `seed_size` with the largest frequency x length, plus every required
+   character. Scores start as log(frequency x length) normalized (SentencePiece's "character
+   coverage" score; a required character's is its count).
+   Unlike SentencePiece, which takes only the nodes of a suffix array over whole lines (substrings
+   followed by two different characters somewhere), every frequent substring is a candidate: on text
+   where a word is always followed by a space (wikitext's `▁from`), SentencePiece never seeds it.
 2. EM: expected piece counts by forward-backward over each word's lattice (all words at once, one
    position per step), then new scores digamma(count) - digamma(total) (a sparse Bayesian prior), and
    pieces expected less than 0.5 times are dropped.
@@ -16,7 +25,6 @@ SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
 4. The vocabulary: the required characters, then the best-scored pieces up to `vocab_size`.
 """
 
-import math
 import unicodedata
 import warnings
 
@@ -25,6 +33,9 @@ import numpy as np
 SPACE = "\u2581"
 META_PIECES = ("<unk>", "<s>", "</s>")
 _UNKNOWN_PENALTY = 10.0
+# What a meta piece's text becomes in a word (SentencePiece's kPretokenizationBoundaryChar): never a
+# required character, so always unknown.
+_BOUNDARY = "\x1f"
 
 
 def learn_unigram(
@@ -42,8 +53,7 @@ def learn_unigram(
     """`word -> count` -> `[(piece, log_probability)]`, best first, `vocab_size - 3` pieces (the three
     meta pieces `<unk>`, `<s>`, `</s>` are the caller's). Fewer, with a warning, when the corpus lacks
     pieces."""
-    words = [word for word, count in word_counts.items() if count > 0 and word]
-    counts = np.array([word_counts[word] for word in words], np.float64)
+    words, counts = _training_words(word_counts)
     if not words:
         raise ValueError("The word counts are empty: there is nothing to learn from.")
     wanted = vocab_size - len(META_PIECES)
@@ -94,7 +104,8 @@ class _Corpus:
             if covered / total >= character_coverage:
                 break
             covered += char_counts[i]
-            required.append(i)
+            if codes[i] != ord(_BOUNDARY):  # counted as covered, but never a piece (as SentencePiece)
+                required.append(i)
         self.required = {chr(codes[i]): float(char_counts[i]) for i in required}
         known = np.zeros(len(codes), bool)
         known[required] = True
@@ -146,7 +157,7 @@ class _Corpus:
             piece_of_key[keys[selected]] = len(pieces) + np.arange(len(selected))
             text = unique[keys[selected]].tobytes().decode("utf-32-le")
             pieces += [text[i : i + length] for i in range(0, len(text), length)]
-            frequencies += (scores[selected] / length).tolist()
+            frequencies += scores[selected].tolist()  # frequency x length, as SentencePiece's seeds
             self._piece_of_window[length] = (positions, piece_of_key[inverse])
         frequencies = np.array(frequencies)
         return pieces, np.log(frequencies) - np.log(frequencies.sum())
@@ -368,9 +379,32 @@ class _Model:
         return sorted(final.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
+def _training_words(word_counts):
+    """The words to learn from and their counts (float64): positive counts only, each meta piece's text
+    one boundary character (words that become equal are merged)."""
+    merged = {}
+    for word, count in word_counts.items():
+        if count > 0 and word:
+            word = _without_meta_pieces(word)
+            merged[word] = merged.get(word, 0) + count
+    return list(merged), np.array(list(merged.values()), np.float64)
+
+
+def _without_meta_pieces(word):
+    """The word with each meta piece's text (leftmost first, as SentencePiece's `GlobalReplace`) one
+    boundary character."""
+    if "<" not in word:
+        return word
+    for meta in META_PIECES:
+        word = word.replace(meta, _BOUNDARY)
+    return word
+
+
 def _scripts(chars):
-    """A script class per code point: digits, "▁", letters by script (Han with kana), and the rest."""
-    classes = {}
+    """A script class per code point: "▁", letters by script (Han with kana), other digits, and the
+    rest (`Common`: punctuation, symbols and ASCII digits, as SentencePiece's script table, so "1," may
+    be a piece but "a1" not)."""
+    classes, labels = {}, {}
     out = np.zeros(len(chars), np.int64)
     for code in np.unique(chars).tolist():
         if code < 0:
@@ -380,6 +414,8 @@ def _scripts(chars):
         category = unicodedata.category(char)
         if char == SPACE:
             label = "SPACE"
+        elif "0" <= char <= "9":
+            label = "COMMON"
         elif category == "Nd":
             label = "DIGIT"
         elif category[0] in "LM":
@@ -389,7 +425,7 @@ def _scripts(chars):
                 label = "HAN"
         else:
             label = "COMMON"
-        classes[code] = hash(label) & 0x7FFFFFFF
+        classes[code] = labels.setdefault(label, len(labels))
     lookup_codes = np.array(list(classes), np.int64)
     lookup_values = np.array(list(classes.values()), np.int64)
     order = np.argsort(lookup_codes)
