@@ -177,7 +177,7 @@ def trained_model(directory, normalization):
     chosen = {} if normalization == "nmt_nfkc" else {"normalization": normalization}
     vocabulary = train_unigram(lines, vocab_size=800, model_file=str(path), character_coverage=1.0,
                                show_progress=False, **chosen)
-    return path, [piece for piece, _ in vocabulary]
+    return path, vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -210,8 +210,8 @@ def test_words_are_counted_normalized(model_directory):
     _, folded = trained_model(model_directory, "nmt_nfkc")
     _, kept = trained_model(model_directory, "identity")
     for character in "ﬁ①Ｆｗ…":  # each occurs 30 times or more in the corpus
-        assert not any(character in piece for piece in folded)
-        assert any(character in piece for piece in kept)
+        assert not any(character in piece for piece, _ in folded)
+        assert any(character in piece for piece, _ in kept)
 
 
 def test_layer_encodes_as_sentencepiece_with_the_default_normalization(model_directory):
@@ -223,10 +223,30 @@ def test_layer_encodes_as_sentencepiece_with_the_default_normalization(model_dir
     assert UnigramLayer(str(path))(test_lines).to_list() == expected
 
 
+@pytest.mark.parametrize("normalization", ["nmt_nfkc", "nfkc"])
+def test_returned_list_with_its_normalization_encodes_as_the_model_file(model_directory, normalization):
+    """`UnigramLayer(vocabulary, normalization=...)` applies the rules the vocabulary was trained with:
+    the same ids as the `.model` file in SentencePiece, and its own `.model` bytes encode the same."""
+    spm = pytest.importorskip("sentencepiece")
+    path, vocabulary = trained_model(model_directory, normalization)
+    test_lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:100] + COMPATIBILITY_LINES
+    expected = spm.SentencePieceProcessor(model_file=str(path)).encode(test_lines)
+    layer = UnigramLayer(vocabulary, normalization=normalization)
+    assert layer(test_lines).to_list() == expected
+    assert layer.get_config()["normalization"] == normalization
+    rebuilt = spm.SentencePieceProcessor(model_proto=layer.serialized_model())
+    assert rebuilt.encode(test_lines) == expected
+    # Without the rules (the default, identity), "ﬁ" and "①" are not folded, and no piece holds them.
+    assert vocabulary[0][0] == "<unk>"
+    assert 0 not in expected[100] and 0 in UnigramLayer(vocabulary)(COMPATIBILITY_LINES[:1]).to_list()[0]
+
+
 @pytest.mark.parametrize("normalization", ["NFKC", "nfc", "", None])
 def test_bad_normalization_is_an_error(normalization):
     with pytest.raises(ValueError, match="normalization.*'nmt_nfkc', 'nfkc', 'identity'"):
         train_unigram(["some text"], vocab_size=10, normalization=normalization, show_progress=False)
+    with pytest.raises(ValueError, match="normalization.*'nmt_nfkc', 'nfkc', 'identity'"):
+        UnigramLayer([("<unk>", 0.0), ("a", -1.0)], normalization=normalization)
 
 
 def test_cli_normalization_flag(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """`UnigramLayer`: SentencePiece's unigram tokenizer (normalizer + Viterbi) in the graph, core ops only."""
 
+import dataclasses
 import os
 
 import keras
@@ -8,6 +9,7 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import matching
+from tfsubword import normalization_rules
 from tfsubword import sentencepiece_model as spm_model
 from tfsubword import vocab as vocab_lib
 from tfsubword.layers import TokenizerLayer
@@ -270,8 +272,11 @@ class UnigramLayer(TokenizerLayer):
             - the path or the bytes of a SentencePiece `.model` file of type unigram (its normalizer,
               piece types and scores are used as they are);
             - a list of `(piece, log_probability)` pairs, or the path of a `piece<TAB>score` file (as
-              SentencePiece's `.vocab` files); the text is not rewritten (the `identity` normalizer),
+              SentencePiece's `.vocab` files), normalized by the `normalization` rules;
               `unknown_token` must be a piece, `control_tokens` are never produced from text.
+        normalization: the character rules of a list vocabulary: "identity" (the text is not
+            rewritten), "nmt_nfkc" or "nfkc", as `train_unigram`'s (see `tfsubword.normalization_rules`).
+            Defaults to "identity". A `.model` file carries its own rules.
         unknown_token: str. The unknown piece of a list vocabulary. Defaults to "<unk>".
         control_tokens: the control pieces of a list vocabulary. Defaults to ("<s>", "</s>", "<pad>").
         add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces: bool, the normalizer's switches
@@ -296,6 +301,7 @@ class UnigramLayer(TokenizerLayer):
         *,
         unknown_token="<unk>",
         control_tokens=("<s>", "</s>", "<pad>"),
+        normalization="identity",
         add_dummy_prefix=True,
         remove_extra_whitespaces=True,
         escape_whitespaces=True,
@@ -312,6 +318,12 @@ class UnigramLayer(TokenizerLayer):
         ):
             if not isinstance(value, bool):
                 raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}.")
+        if normalization not in normalization_rules.NAMES:
+            raise ValueError(
+                f"`normalization` must be one of {', '.join(map(repr, normalization_rules.NAMES))}. "
+                f"Received: normalization={normalization!r}."
+            )
+        self.normalization = normalization
         self.unknown_token = unknown_token
         self.control_tokens = tuple(control_tokens)
         self.add_dummy_prefix = add_dummy_prefix
@@ -338,8 +350,6 @@ class UnigramLayer(TokenizerLayer):
         unknown = [index for index, (_, _, kind) in enumerate(model.pieces) if kind == spm_model.UNKNOWN]
         if len(unknown) != 1:
             raise ValueError(f"A unigram vocabulary needs exactly one unknown piece; this one has {len(unknown)}.")
-        if not model.serialized:
-            model.serialized = spm_model.serialize(model.pieces, model.normalizer)
         self._model = model
         return pieces
 
@@ -388,7 +398,8 @@ class UnigramLayer(TokenizerLayer):
         if self.unknown_token not in {piece for piece, _, _ in pieces}:
             raise ValueError(f"The vocabulary does not contain the unknown token {self.unknown_token!r}.")
         normalizer = spm_model.Normalizer(
-            name="identity",
+            name=self.normalization,
+            charsmap=normalization_rules.charsmap(self.normalization),
             add_dummy_prefix=self.add_dummy_prefix,
             remove_extra_whitespaces=self.remove_extra_whitespaces,
             escape_whitespaces=self.escape_whitespaces,
@@ -403,7 +414,15 @@ class UnigramLayer(TokenizerLayer):
     def serialized_model(self):
         """The vocabulary as the bytes of a SentencePiece `.model` file."""
         self._require_vocabulary()
-        return self._model.serialized
+        model = self._model
+        if not model.serialized:  # a list vocabulary: its rules are encoded when first needed (seconds)
+            normalizer = model.normalizer
+            if normalizer.charsmap and not normalizer.precompiled_charsmap:
+                normalizer = dataclasses.replace(
+                    normalizer, precompiled_charsmap=normalization_rules.precompiled_charsmap(normalizer.name)
+                )
+            model.serialized = spm_model.serialize(model.pieces, normalizer)
+        return model.serialized
 
     def _build(self, pieces):
         model = self._model
@@ -464,6 +483,7 @@ class UnigramLayer(TokenizerLayer):
             {
                 "unknown_token": self.unknown_token,
                 "control_tokens": list(self.control_tokens),
+                "normalization": self.normalization,
                 "add_dummy_prefix": self.add_dummy_prefix,
                 "remove_extra_whitespaces": self.remove_extra_whitespaces,
                 "escape_whitespaces": self.escape_whitespaces,
@@ -473,7 +493,7 @@ class UnigramLayer(TokenizerLayer):
 
     def save_assets(self, dir_path):
         self._require_vocabulary()
-        vocab_lib.write_atomically(os.path.join(dir_path, _MODEL_ASSET), self._model.serialized)
+        vocab_lib.write_atomically(os.path.join(dir_path, _MODEL_ASSET), self.serialized_model())
 
     def load_assets(self, dir_path):
         with open(os.path.join(dir_path, _MODEL_ASSET), "rb") as file:

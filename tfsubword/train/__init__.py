@@ -130,7 +130,8 @@ def train_unigram(
         files: paths of UTF-8 text files, read lazily line by line.
         model_file: optional path: also write a SentencePiece `.model` file there (atomically), which
             `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load. It holds the
-            normalization rules; `UnigramLayer` given the returned list applies none (`identity`).
+            normalization rules; give the returned list the same with
+            `UnigramLayer(vocabulary, normalization=...)`.
         character_coverage: the share of the text's characters that must be pieces; rarer characters
             become `<unk>`. Defaults to 0.9995, as SentencePiece.
         max_piece_length: int. The longest piece, in characters. Defaults to 16.
