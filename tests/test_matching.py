@@ -55,3 +55,23 @@ def test_greedy_path_long_chain():
     starts = tf.one_hot(0, 100, on_value=True, off_value=False)
     assert greedy_path(jumps, starts, max_steps=100).numpy().all()
     assert not greedy_path(jumps, starts, max_steps=64).numpy().all()
+
+
+def test_every_key_by_where_it_ends():
+    trie = Trie(["a", "ab", "abc", "b", "bcd"], [1, 2, 3, 4, 5])
+    # Two words, "abc" and "bcd" (positions 0-2 and 3-5). Row e, column j: the key of 3 - j characters
+    # ending at e. "bc" is only a prefix of "bcd", not a key; no key runs across the two words ("cb").
+    table = trie.matches_by_end(code_points("abcbcd"), tf.constant([3, 3, 3, 6, 6, 6]), 3, -1)
+    assert table.numpy().tolist() == [
+        [-1, -1, 1],  # "a"
+        [-1, 2, 4],  # "ab", "b"
+        [3, -1, -1],  # "abc"
+        [-1, -1, 4],  # "b" (a word start: "cb" and "bcb" would cross)
+        [-1, -1, -1],
+        [5, -1, -1],  # "bcd"
+    ]
+    # "a" | "b": "ab" would cross the words.
+    assert trie.matches_by_end(code_points("ab"), tf.constant([1, 2]), 2, 0).numpy().tolist() == [[0, 1], [0, 4]]
+    # One column: one-character keys only.
+    assert trie.matches_by_end(code_points("abx"), tf.constant([3, 3, 3]), 1, -1).numpy().tolist() == [[1], [4], [-1]]
+    assert trie.matches_by_end(tf.zeros([0], tf.int32), tf.zeros([0], tf.int32), 3, -1).shape == (0, 3)

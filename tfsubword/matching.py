@@ -20,6 +20,8 @@ import tensorflow as tf
 from tfsubword import graph_ops as ops
 
 _CODE_POINTS = 0x110000
+# Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
+_NO_CHARACTER = np.int64(-(2**62))
 
 
 class Trie(tf.Module):
@@ -52,6 +54,8 @@ class Trie(tf.Module):
                 default_value=-1,
             )
             self._node_values = tf.constant(node_values, dtype=tf.int32)
+            # Indexed by node + 1, so that "no node" (-1) reads -1.
+            self._node_values_after = tf.constant([-1] + node_values, dtype=tf.int32)
 
     def node(self, prefix):
         """The node reached from the root by `prefix`, or -1 if no key starts with it."""
@@ -101,32 +105,43 @@ class Trie(tf.Module):
             that ends at position e (so the columns run from the earliest start to the latest).
         """
         size = tf.size(code_points)
+        chars = tf.cast(code_points, tf.int64)
+        # One-character keys: the last column, straight from the root's transitions.
+        first = self._transitions.lookup(chars)
+        last_column = tf.gather(self._node_values_after, first + 1)
+        if width == 1:
+            return tf.where(last_column >= 0, last_column, missing)[:, None]
+        # Walks go on into the next character unless it starts another word (or is past the end):
+        # there the key is negative, so no transition matches.
+        position = tf.range(tf.cast(size, tf.int64))
+        word_start = tf.concat([[True], limits[1:] != limits[:-1]], axis=0)[:size]
+        following = tf.concat([tf.where(word_start, _NO_CHARACTER, chars), [_NO_CHARACTER]], axis=0)
         cells = tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None])
         values = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None])
         # Seeded with an empty block: concatenating a TensorArray with no elements fails.
         cells, values = cells.write(0, tf.zeros([0], tf.int64)), values.write(0, tf.zeros([0], tf.int32))
+        live = ops.indices_where(first >= 0)
 
-        # Step k extends every live walk by its k-th character.
-        def step(k, origin, node, limit, cells, values):
-            position = origin + k - 1
-            char = tf.gather(code_points, tf.minimum(position, size - 1))
-            key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
-            child = tf.where(position < limit, self._transitions.lookup(key), -1)
-            value = tf.gather(self._node_values, tf.maximum(child, 0))
-            accepted = ops.indices_where((child >= 0) & (value >= 0))
-            cells = cells.write(k, tf.cast(tf.gather(position, accepted), tf.int64) * width + tf.cast(width - k, tf.int64))
-            values = values.write(k, tf.gather(value, accepted))
+        # Step k reads the k-th character of every live walk, at `position`.
+        def step(k, position, node, cells, values):
+            child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
+            value = tf.gather(self._node_values_after, child + 1)
+            accepted = ops.indices_where(value >= 0)
+            cells = cells.write(k - 1, tf.gather(position, accepted) * (width - 1) + tf.cast(width - k, tf.int64))
+            values = values.write(k - 1, tf.gather(value, accepted))
             live = ops.indices_where(child >= 0)
-            return k + 1, tf.gather(origin, live), tf.gather(child, live), tf.gather(limit, live), cells, values
+            return k + 1, tf.gather(position, live) + 1, tf.gather(child, live), cells, values
 
-        _, _, _, _, cells, values = tf.while_loop(
-            lambda k, origin, *_: (k <= width) & (tf.size(origin) > 0),
+        _, _, _, cells, values = tf.while_loop(
+            lambda k, position, *_: (k <= width) & (tf.size(position) > 0),
             step,
-            (1, tf.range(size), tf.zeros([size], tf.int32), limits, cells, values),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([None]), None, None),
+            (2, tf.gather(position, live) + 1, tf.gather(first, live), cells, values),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), tf.TensorShape([None]), None, None),
         )
-        table = tf.scatter_nd(cells.concat()[:, None], values.concat() - missing, tf.cast(size, tf.int64)[None] * width) + missing
-        return tf.reshape(table, [size, width])
+        longer = tf.tensor_scatter_nd_update(
+            tf.fill(tf.cast(size, tf.int64)[None] * (width - 1), missing), cells.concat()[:, None], values.concat()
+        )
+        return tf.concat([tf.reshape(longer, [size, width - 1]), tf.where(last_column >= 0, last_column, missing)[:, None]], axis=1)
 
     def _walk(self, code_points, start_nodes, limits, record):
         """Walk the trie from every position with a start node, one character per loop iteration.

@@ -640,7 +640,7 @@ class Viterbi(tf.Module):
             active = active_per_step[t - 1]
             totals = tf.gather(piece_scores, sorted_starts[:active] + t - 1) + best[:active]
             winner = tf.argmax(totals, axis=1, output_type=tf.int32)
-            top = tf.gather(totals, winner, axis=1, batch_dims=1)
+            top = tf.reduce_max(totals, axis=1)
             best = tf.concat([best[:active, 1:], top[:, None]], axis=1)
             return t + 1, tf.ensure_shape(best, [None, width]), winners.write(t - 1, winner), tops.write(t - 1, top)
 
@@ -687,7 +687,7 @@ class Viterbi(tf.Module):
             path_winner = tf.gather(winner, ends)
             chosen = tf.range(width)[None, :] == path_winner[:, None]
             runner_up = tf.reduce_max(tf.where(chosen, tf.constant(-np.inf, dtype), totals), axis=1)
-            lead = tf.gather(totals, path_winner, axis=1, batch_dims=1) - runner_up
+            lead = tf.reduce_max(totals, axis=1) - runner_up
             paths["gap"] = tf.scatter_nd(ends[:, None], lead, tf.cast(size, tf.int64)[None])
         return paths
 
