@@ -75,3 +75,13 @@ def test_every_key_by_where_it_ends():
     # One column: one-character keys only.
     assert trie.matches_by_end(code_points("abx"), tf.constant([3, 3, 3]), 1, -1).numpy().tolist() == [[1], [4], [-1]]
     assert trie.matches_by_end(tf.zeros([0], tf.int32), tf.zeros([0], tf.int32), 3, -1).shape == (0, 3)
+
+
+def test_weights_of_the_keys_by_where_they_end():
+    trie = Trie(["a", "ab", "b"], [0, 1, 2])
+    weights = tf.constant([0.5, 1.5, 2.5, -9.0])  # index 3 is the missing value's
+    ids, weighted = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 2, 3, weights)
+    assert ids.numpy().tolist() == [[3, 0], [1, 2], [3, 3]]
+    assert weighted.numpy().tolist() == [[-9.0, 0.5], [1.5, 2.5], [-9.0, -9.0]]
+    ids, weighted = trie.matches_by_end(code_points("ab"), tf.constant([2, 2]), 1, 3, weights)
+    assert ids.numpy().tolist() == [[0], [2]] and weighted.numpy().tolist() == [[0.5], [2.5]]

@@ -91,7 +91,7 @@ class Trie(tf.Module):
             unmatched, indices, value
         )
 
-    def matches_by_end(self, code_points, limits, width, missing):
+    def matches_by_end(self, code_points, limits, width, missing, weights=None):
         """Every key at every position, indexed by where it ends.
 
         Args:
@@ -99,18 +99,34 @@ class Trie(tf.Module):
             limits: int32 `[n]`, the exclusive end of the word each position belongs to.
             width: a Python int: keys longer than this are not looked for.
             missing: the value of cells with no key.
+            weights: optional 1-D tensor indexed by value (`missing` included).
 
         Returns:
             int32 `[n, width]`: row e, column j holds the value of the key of `width - j` characters
-            that ends at position e (so the columns run from the earliest start to the latest).
+            that ends at position e (so the columns run from the earliest start to the latest). With
+            `weights`, also `weights[that value]` in the same layout (looked up for the keys found
+            only, not for every cell).
         """
         size = tf.size(code_points)
         chars = tf.cast(code_points, tf.int64)
         # One-character keys: the last column, straight from the root's transitions.
         first = self._transitions.lookup(chars)
         last_column = tf.gather(self._node_values_after, first + 1)
+        last_column = tf.where(last_column >= 0, last_column, missing)
+
+        def tables(longer_cells, longer_values):
+            shape = [size, width - 1]
+            flat_size = tf.cast(size, tf.int64)[None] * (width - 1)
+            ids = tf.tensor_scatter_nd_update(tf.fill(flat_size, missing), longer_cells, longer_values)
+            ids = tf.concat([tf.reshape(ids, shape), last_column[:, None]], axis=1)
+            if weights is None:
+                return ids
+            found = tf.gather(weights, longer_values)
+            weighted = tf.tensor_scatter_nd_update(tf.fill(flat_size, tf.gather(weights, missing)), longer_cells, found)
+            return ids, tf.concat([tf.reshape(weighted, shape), tf.gather(weights, last_column)[:, None]], axis=1)
+
         if width == 1:
-            return tf.where(last_column >= 0, last_column, missing)[:, None]
+            return tables(tf.zeros([0, 1], tf.int64), tf.zeros([0], tf.int32))
         # Walks go on into the next character unless it starts another word (or is past the end):
         # there the key is negative, so no transition matches.
         position = tf.range(tf.cast(size, tf.int64))
@@ -138,10 +154,7 @@ class Trie(tf.Module):
             (2, tf.gather(position, live) + 1, tf.gather(first, live), cells, values),
             shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), tf.TensorShape([None]), None, None),
         )
-        longer = tf.tensor_scatter_nd_update(
-            tf.fill(tf.cast(size, tf.int64)[None] * (width - 1), missing), cells.concat()[:, None], values.concat()
-        )
-        return tf.concat([tf.reshape(longer, [size, width - 1]), tf.where(last_column >= 0, last_column, missing)[:, None]], axis=1)
+        return tables(cells.concat()[:, None], values.concat())
 
     def _walk(self, code_points, start_nodes, limits, record):
         """Walk the trie from every position with a start node, one character per loop iteration.

@@ -619,10 +619,11 @@ class Viterbi(tf.Module):
         none = tf.size(scores) - 1  # scores[none] is -inf
         # pieces[e, j]: the piece of width - j characters ending at e. A character that starts no
         # one-character piece is an unknown piece of its own.
-        pieces = self._trie.matches_by_end(code_points, limits, width, none)
-        singles = pieces[:, -1]
-        pieces = tf.concat([pieces[:, :-1], tf.where(singles == none, self._unknown_id, singles)[:, None]], axis=1)
-        piece_scores = tf.gather(scores, pieces)
+        pieces, piece_scores = self._trie.matches_by_end(code_points, limits, width, none, scores)
+        unknown = pieces[:, -1] == none
+        pieces = tf.concat([pieces[:, :-1], tf.where(unknown, self._unknown_id, pieces[:, -1])[:, None]], axis=1)
+        unknown_score = tf.where(unknown, scores[self._unknown_id], piece_scores[:, -1])
+        piece_scores = tf.concat([piece_scores[:, :-1], unknown_score[:, None]], axis=1)
 
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
