@@ -94,7 +94,7 @@ def test_model_file_loads_in_sentencepiece_and_both_encode_the_same(tmp_path):
     assert UnigramLayer(vocabulary)(test_lines).to_list() == expected
 
 
-def test_tokens_per_line_within_two_percent_of_sentencepiece_or_fewer():
+def test_tokens_per_line_within_two_percent_of_sentencepiece():
     spm = pytest.importorskip("sentencepiece")
     lines = nonempty_lines(shared_file("wikitext2-test.txt"))
     model = io.BytesIO()
@@ -105,7 +105,8 @@ def test_tokens_per_line_within_two_percent_of_sentencepiece_or_fewer():
     valid = nonempty_lines(shared_file("wikitext2-valid.txt"))
     theirs = sum(map(len, spm.SentencePieceProcessor(model_proto=model.getvalue()).encode(valid)))
     ours = sum(map(len, UnigramLayer(trained())(valid).to_list()))
-    assert ours <= 1.02 * theirs, (ours / len(valid), theirs / len(valid))
+    print(f"tokens per line: ours {ours / len(valid):.2f}, SentencePiece {theirs / len(valid):.2f}")
+    assert abs(ours / theirs - 1) <= 0.02, (ours / len(valid), theirs / len(valid))
 
 
 def test_corpus_forms_agree():
@@ -114,8 +115,9 @@ def test_corpus_forms_agree():
     from_dataset = train_unigram(tf.data.Dataset.from_tensor_slices(lines), vocab_size=20, show_progress=False)
     counts = {}
     for line in lines:
-        for word in line.split():
-            counts["\u2581" + word] = counts.get("\u2581" + word, 0) + 1
+        words = ["\u2581" + word for word in line.split()]
+        for word in words[:-1] + [words[-1] + " "]:  # a line's last word is marked with a space
+            counts[word] = counts.get(word, 0) + 1
     from_counts = train_unigram(counts, vocab_size=20, show_progress=False)
     assert from_list == from_dataset == from_counts
     assert len(from_list) == 20
@@ -154,9 +156,10 @@ def test_cli_train_unigram(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(["the cat sat on the mat", "the cat ate", "a mat is flat"] * 30), encoding="utf-8")
     output = tmp_path / "out.model"
-    assert main(["train", "unigram", "--vocab-size", "25", "--no-progress", "--output", str(output), str(corpus)]) == 0
+    # 20: SentencePiece's most on this corpus ("Vocabulary size too high" above).
+    assert main(["train", "unigram", "--vocab-size", "20", "--no-progress", "--output", str(output), str(corpus)]) == 0
     layer = UnigramLayer(str(output))
-    assert layer.vocabulary_size() == 25
+    assert layer.vocabulary_size() == 20
     lines = (tmp_path / "out.vocab").read_text(encoding="utf-8").splitlines()
     assert [line.split("\t")[0] for line in lines] == layer.get_vocabulary()
     assert main(["train", "unigram", "--vocab-size", "2", "--output", str(tmp_path / "x.model"), str(corpus)]) == 2

@@ -695,19 +695,25 @@ class Viterbi(tf.Module):
 
 def word_counter(normalizer_spec):
     """For `count_words`: lines -> their words as this normalizer makes them, each starting at a
-    space symbol (or at the start of its line)."""
+    space symbol (or at the start of its line); the last word of each line ends in a space (which
+    normalized text never holds), for the trainer's seeds."""
     from tfsubword.train.counting import batch_counter
 
     normalizer = SentencePieceNormalizer(normalizer_spec)
 
     def words_of(lines):
         if normalizer.splits_words:
-            words, _ = normalizer.words(lines)
-            return tf.strings.join([SPACE_SYMBOL, words])
-        values, splits = normalizer.normalize(lines)
-        starts, _ = _word_starts(values, splits, normalizer.space)
-        word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
-        return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(values, word_splits, validate=False), "UTF-8")
+            words, line_splits = normalizer.words(lines)
+            words = tf.strings.join([SPACE_SYMBOL, words])
+        else:
+            values, splits = normalizer.normalize(lines)
+            starts, line_splits = _word_starts(values, splits, normalizer.space)
+            word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
+            word_values = tf.RaggedTensor.from_row_splits(values, word_splits, validate=False)
+            words = tf.strings.unicode_encode(word_values, "UTF-8")
+        lines_of_words = ops.row_ids(line_splits, tf.size(words))
+        last = lines_of_words != tf.concat([lines_of_words, [-1]], axis=0)[1:]
+        return tf.strings.join([words, tf.where(last, " ", "")])
 
     return batch_counter(words_of)
 

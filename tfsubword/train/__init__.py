@@ -124,7 +124,9 @@ def train_unigram(
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count whose
-            words are already normalized and carry their `▁` marks. Pass this or `files`.
+            words are already normalized and carry their `▁` marks; a word that ends a line may also be
+            counted with a trailing space, as the counter does (SentencePiece's seeds depend on it).
+            Pass this or `files`.
         vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
             warning, when the corpus does not have enough.
         files: paths of UTF-8 text files, read lazily line by line.

@@ -7,21 +7,25 @@ SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
    becomes one unknown character (SentencePiece's `LoadSentences` replaces them by a boundary that is
    never a required character), so no piece holds them, and `<`, `>` are required only if other text
    has them.
-1. Seed pieces: every substring of a word, up to `max_piece_length` characters, that occurs at least
-   twice (counted exactly, length by length, with NumPy), never holding `▁` after its first character,
-   unknown characters, or characters of two scripts (ASCII digits count as punctuation, SentencePiece's
+1. Seed pieces: the substrings of words, up to `max_piece_length` characters, that SentencePiece's
+   suffix array over whole lines has as nodes: followed by two different characters somewhere (so
+   occurring at least twice), where a word's end is followed by the next word's `▁` or by the end of
+   its line (the word counter marks each line's last word with a trailing space). So on text where a
+   word is always followed by another (wikitext's `▁from`), the whole word is no seed, as in
+   SentencePiece. (Its array also ends after the text's last word, which it then seeds if that word
+   occurs twice only at the ends of lines; not here: word counts do not say which word that is.)
+   Counted exactly, length by length, with NumPy; never holding `▁` after the first character, unknown
+   characters, or characters of two scripts (ASCII digits count as punctuation, SentencePiece's
    `Common` script); the `seed_size` with the largest frequency x length, plus every required
    character. Scores start as log(frequency x length) normalized (SentencePiece's "character
    coverage" score; a required character's is its count).
-   Unlike SentencePiece, which takes only the nodes of a suffix array over whole lines (substrings
-   followed by two different characters somewhere), every frequent substring is a candidate: on text
-   where a word is always followed by a space (wikitext's `▁from`), SentencePiece never seeds it.
 2. EM: expected piece counts by forward-backward over each word's lattice (all words at once, one
    position per step), then new scores digamma(count) - digamma(total) (a sparse Bayesian prior), and
    pieces expected less than 0.5 times are dropped.
 3. Pruning: for each piece, the best segmentation of its own text by the other pieces; the loss of the
    corpus likelihood if its Viterbi occurrences were split that way. The pieces losing the least go,
-   keeping `shrinking_factor` of them per round, until `1.1 x vocab_size` remain.
+   keeping `shrinking_factor` of them per round, until `1.1 x vocab_size` remain (after that last
+   pruning, no more EM: the scores are the last EM's, as SentencePiece 0.2's trainer).
 4. The vocabulary: the required characters, then the best-scored pieces up to `vocab_size`.
 """
 
@@ -53,13 +57,13 @@ def learn_unigram(
     """`word -> count` -> `[(piece, log_probability)]`, best first, `vocab_size - 3` pieces (the three
     meta pieces `<unk>`, `<s>`, `</s>` are the caller's). Fewer, with a warning, when the corpus lacks
     pieces."""
-    words, counts = _training_words(word_counts)
+    words, counts, line_ends = _training_words(word_counts)
     if not words:
         raise ValueError("The word counts are empty: there is nothing to learn from.")
     wanted = vocab_size - len(META_PIECES)
     if wanted < 1:
         raise ValueError(f"`vocab_size` must be more than {len(META_PIECES)} (the meta pieces). Received {vocab_size}.")
-    corpus = _Corpus(words, counts, character_coverage)
+    corpus = _Corpus(words, counts, character_coverage, line_ends)
     pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script)
     model = _Model(corpus, pieces, scores)
     desired = int(vocab_size * 1.1)
@@ -73,6 +77,8 @@ def learn_unigram(
         if len(model.alive_pieces()) <= desired:
             break
         model.prune(max(desired, int(shrinking_factor * len(model.alive_pieces()))))
+        if len(model.alive_pieces()) <= desired:
+            break  # as SentencePiece 0.2's trainer: no EM after the last pruning
     final = model.finalize(wanted)
     if len(final) < wanted:
         warnings.warn(
@@ -83,10 +89,12 @@ def learn_unigram(
 
 
 class _Corpus:
-    """The distinct words as one code-point array: word w holds [starts[w], ends[w]), followed by -1."""
+    """The distinct words as one code-point array: word w holds [starts[w], ends[w]), followed by -1.
+    `line_ends[w]` of word w's `counts[w]` occurrences end a line (none if not given)."""
 
-    def __init__(self, words, counts, character_coverage):
+    def __init__(self, words, counts, character_coverage, line_ends=None):
         self.words, self.counts = words, counts
+        self.line_ends = np.zeros(len(words)) if line_ends is None else line_ends
         lengths = np.array([len(word) for word in words], np.int64)
         self.starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
         self.ends = self.starts + lengths
@@ -124,6 +132,13 @@ class _Corpus:
         bad_sum = np.concatenate([[0], np.cumsum(bad)])
         space_sum = np.concatenate([[0], np.cumsum(space)])
         change_sum = np.concatenate([[0], np.cumsum(changes)])
+        # The character after each position, as in SentencePiece's whole lines: unknown characters are
+        # all one character, and a word's end is followed by the next word's "▁" or by the end of its
+        # line (-3), or by both (`both`) if the word occurs in both places.
+        follow = np.where(bad, -2, chars)
+        follow[self.ends] = np.where(self.line_ends < self.counts, ord(SPACE), -3)
+        both = np.zeros(n, bool)
+        both[self.ends] = (self.line_ends > 0) & (self.line_ends < self.counts)
         scores, lengths, keys = [], [], []  # of each frequent substring, by its window key
         windows = {}  # length -> (window positions, their key ids, the distinct keys)
         for length in range(2, min(max_piece_length, self.max_length) + 1):
@@ -140,7 +155,13 @@ class _Corpus:
             window_keys = np.ascontiguousarray(window_chars.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
             unique, inverse = np.unique(window_keys, return_inverse=True)
             frequency = np.bincount(inverse, weights=self.weights[positions])
-            frequent = np.nonzero(frequency >= 2)[0]
+            # Seeds are the nodes of SentencePiece's suffix array: substrings followed by two different
+            # characters somewhere (so occurring at least twice).
+            after = follow[positions + length]
+            some = np.empty(len(unique), np.int64)
+            some[inverse] = after
+            branching = (after != some[inverse]) | both[positions + length]
+            frequent = np.nonzero(np.bincount(inverse, weights=branching, minlength=len(unique)))[0]
             windows[length] = (positions, inverse, unique)
             scores.append(frequency[frequent] * length)
             lengths.append(np.full(len(frequent), length))
@@ -380,14 +401,21 @@ class _Model:
 
 
 def _training_words(word_counts):
-    """The words to learn from and their counts (float64): positive counts only, each meta piece's text
-    one boundary character (words that become equal are merged)."""
-    merged = {}
+    """The words to learn from, their counts and how many of those end a line (float64): positive
+    counts only, each meta piece's text one boundary character (words that become equal are merged). A
+    word ending in a space (which normalized text never holds) is the last of its line, as the word
+    counter marks them."""
+    merged, line_ends = {}, {}
     for word, count in word_counts.items():
+        last = word.endswith(" ")
+        word = _without_meta_pieces(word[:-1] if last else word)
         if count > 0 and word:
-            word = _without_meta_pieces(word)
             merged[word] = merged.get(word, 0) + count
-    return list(merged), np.array(list(merged.values()), np.float64)
+            if last:
+                line_ends[word] = line_ends.get(word, 0) + count
+    words = list(merged)
+    line_ends = np.array([line_ends.get(word, 0) for word in words], np.float64)
+    return words, np.array(list(merged.values()), np.float64), line_ends
 
 
 def _without_meta_pieces(word):
