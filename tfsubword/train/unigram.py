@@ -25,7 +25,12 @@ SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
 3. Pruning: for each piece, the best segmentation of its own text by the other pieces; the loss of the
    corpus likelihood if its Viterbi occurrences were split that way. The pieces losing the least go,
    keeping `shrinking_factor` of them per round, until `1.1 x vocab_size` remain (after that last
-   pruning, no more EM: the scores are the last EM's, as SentencePiece 0.2's trainer).
+   pruning, no more EM: the scores are the last EM's, as SentencePiece 0.2's trainer). An unknown
+   character on a path counts as the first piece (the most frequent character), as in SentencePiece,
+   whose trainer lattices give unknown nodes the id 0: so a piece whose only alternative holds an
+   unknown character is not always kept ("▁=" once "=" is no piece, as in wikitext's " = Heading = ").
+   Without this rule, the tokens per line on wikitext-2 valid were 2.7% fewer than SentencePiece's at
+   2,000 and 4,000 pieces; with it, equal to 0.1%.
 4. The vocabulary: the required characters, then the best-scored pieces up to `vocab_size`.
 """
 
@@ -285,6 +290,8 @@ class _Model:
         self.scores = np.where(self.alive, _digamma(np.maximum(expected, 0.5)) - _digamma(kept.sum()), -np.inf)
 
     def _viterbi_counts(self):
+        """How often each piece is on the best paths of the corpus, unknown characters counted as
+        piece 0 (see the module's docstring)."""
         start, end, piece, scores = self._lattice()
         best, order = self._passes(start, end, scores, np.maximum)
         start, end, piece, scores = start[order], end[order], piece[order], scores[order]
@@ -297,8 +304,7 @@ class _Model:
         word = np.arange(len(position))
         while len(position):
             edge = incoming[position]
-            known = piece[edge] >= 0
-            np.add.at(counts, piece[edge[known]], self.corpus.counts[word[known]])
+            np.add.at(counts, np.maximum(piece[edge], 0), self.corpus.counts[word])
             position = start[edge]
             more = position > self.corpus.starts[word]
             position, word = position[more], word[more]
@@ -327,9 +333,10 @@ class _Model:
         """For each candidate piece, its best segmentation into other pieces (read where the piece occurs
         in the corpus), all candidates of one length at once. Returns, per candidate: whether there is
         one, whether it beats the piece itself, its number of pieces, the sum over them of
-        log(frequency[piece] + frequency[candidate]), and whether it holds an unknown character."""
+        log(frequency[piece] + frequency[candidate]) (an unknown character is piece 0, as SentencePiece
+        has it)."""
         n = len(candidates)
-        found, beaten, unknown = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        found, beaten = np.zeros(n, bool), np.zeros(n, bool)
         count, log_sum = np.zeros(n), np.zeros(n)
         lengths = self.piece_length[candidates]
         for length in np.unique(lengths).tolist():
@@ -357,11 +364,10 @@ class _Model:
             for _ in range(length):
                 walking = e > 0
                 piece = back_piece[rows, e]
-                unknown[group] |= walking & (piece < 0)
                 count[group] += walking
-                log_sum[group] += np.where(walking & (piece >= 0), np.log(frequency[np.maximum(piece, 0)] + own), 0.0)
+                log_sum[group] += np.where(walking, np.log(frequency[np.maximum(piece, 0)] + own), 0.0)
                 e = np.where(walking, back_start[rows, e], 0)
-        return found, beaten, count, log_sum, unknown
+        return found, beaten, count, log_sum
 
     def prune(self, size):
         alive = self.alive_pieces()
@@ -369,9 +375,9 @@ class _Model:
         total = frequency.sum()
         word_total = self.corpus.counts.sum()
         used = alive[frequency[alive] > 0]
-        found, beaten, count, log_sum, unknown = self._alternatives(used, frequency)
-        kept = used[~beaten & (~found | unknown)]  # no other segmentation: always kept
-        contest = ~beaten & found & ~unknown
+        found, beaten, count, log_sum = self._alternatives(used, frequency)
+        kept = used[~beaten & ~found]  # no other segmentation: always kept
+        contest = ~beaten & found
         pieces, count, log_sum = used[contest], count[contest], log_sum[contest]
         with np.errstate(divide="ignore"):
             log_piece = np.log(frequency[pieces]) - np.log(total)
