@@ -213,6 +213,11 @@ def test_long_line_and_empty_strings():
     assert encode(tf.constant([line, "", "   "])).to_list() == [reference.encode(line), [], []]
 
 
+def test_offsets_are_a_clear_error_not_a_wrong_answer():
+    with pytest.raises(NotImplementedError, match="UnigramLayer does not give offsets yet"):
+        UnigramLayer(model_bytes("shared")).tokenize_with_offsets("Hello world")
+
+
 def test_bad_models_raise_value_error(tmp_path):
     spm = spm_module()
     bpe = io.BytesIO()

@@ -203,7 +203,7 @@ class TokenizerLayer(keras.layers.Layer):
 
     def _tokenize_strings_with_offsets(self, strings):
         """`[n]` strings -> ragged (ids, start bytes, end bytes), each `[n, (tokens)]`."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not give offsets yet; `tokenize` gives the ids.")
 
     def _detokenize_tokens(self, tokens):
         raise NotImplementedError
