@@ -53,9 +53,8 @@ class Trie(tf.Module):
                 ),
                 default_value=-1,
             )
-            self._node_values = tf.constant(node_values, dtype=tf.int32)
-            # Indexed by node + 1, so that "no node" (-1) reads -1.
-            self._node_values_after = tf.constant([-1] + node_values, dtype=tf.int32)
+            # The value of each node, indexed by node + 1, so that "no node" (-1) reads -1.
+            self._node_values = tf.constant([-1] + node_values, dtype=tf.int32)
 
     def node(self, prefix):
         """The node reached from the root by `prefix`, or -1 if no key starts with it."""
@@ -91,7 +90,7 @@ class Trie(tf.Module):
             unmatched, indices, value
         )
 
-    def matches_by_end(self, code_points, limits, width, missing, weights=None):
+    def matches_by_end(self, code_points, limits, width, missing, weights=None, single_missing=None):
         """Every key at every position, indexed by where it ends.
 
         Args:
@@ -100,6 +99,8 @@ class Trie(tf.Module):
             width: a Python int: keys longer than this are not looked for.
             missing: the value of cells with no key.
             weights: optional 1-D tensor indexed by value (`missing` included).
+            single_missing: the value of cells with no one-character key (the last column), if not
+                `missing`.
 
         Returns:
             int32 `[n, width]`: row e, column j holds the value of the key of `width - j` characters
@@ -111,8 +112,8 @@ class Trie(tf.Module):
         chars = tf.cast(code_points, tf.int64)
         # One-character keys: the last column, straight from the root's transitions.
         first = self._transitions.lookup(chars)
-        last_column = tf.gather(self._node_values_after, first + 1)
-        last_column = tf.where(last_column >= 0, last_column, missing)
+        last_column = tf.gather(self._node_values, first + 1)
+        last_column = tf.where(last_column >= 0, last_column, missing if single_missing is None else single_missing)
 
         def tables(longer_cells, longer_values):
             shape = [size, width - 1]
@@ -141,7 +142,7 @@ class Trie(tf.Module):
         # Step k reads the k-th character of every live walk, at `position`.
         def step(k, position, node, cells, values):
             child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
-            value = tf.gather(self._node_values_after, child + 1)
+            value = tf.gather(self._node_values, child + 1)
             accepted = ops.indices_where(value >= 0)
             cells = cells.write(k - 1, tf.gather(position, accepted) * (width - 1) + tf.cast(width - k, tf.int64))
             values = values.write(k - 1, tf.gather(value, accepted))
@@ -178,7 +179,7 @@ class Trie(tf.Module):
             char = tf.gather(code_points, tf.minimum(position, size - 1))
             key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
             child = tf.where(position < limit, self._transitions.lookup(key), -1)
-            value = tf.gather(self._node_values, tf.maximum(child, 0))
+            value = tf.gather(self._node_values, child + 1)
             moved = child >= 0
             accepted = moved & (value >= 0)
             position += 1

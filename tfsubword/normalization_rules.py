@@ -29,6 +29,15 @@ _NMT_REMOVED = "".join(map(chr, [*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0
 _NMT_KEPT = "\uff5e"
 
 
+def check_name(name):
+    """`name` if it is one of `NAMES`; otherwise a `ValueError` naming the choices."""
+    if not isinstance(name, str) or name not in NAMES:
+        raise ValueError(
+            f"`normalization` must be one of {', '.join(map(repr, NAMES))}. Received: normalization={name!r}."
+        )
+    return name
+
+
 @functools.lru_cache(maxsize=None)
 def charsmap(name):
     """The `{source: replacement}` rules called `name`, one of `NAMES` (shared: do not modify them).

@@ -318,12 +318,7 @@ class UnigramLayer(TokenizerLayer):
         ):
             if not isinstance(value, bool):
                 raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}.")
-        if normalization not in normalization_rules.NAMES:
-            raise ValueError(
-                f"`normalization` must be one of {', '.join(map(repr, normalization_rules.NAMES))}. "
-                f"Received: normalization={normalization!r}."
-            )
-        self.normalization = normalization
+        self.normalization = normalization_rules.check_name(normalization)
         self.unknown_token = unknown_token
         self.control_tokens = tuple(control_tokens)
         self.add_dummy_prefix = add_dummy_prefix
@@ -619,11 +614,9 @@ class Viterbi(tf.Module):
         none = tf.size(scores) - 1  # scores[none] is -inf
         # pieces[e, j]: the piece of width - j characters ending at e. A character that starts no
         # one-character piece is an unknown piece of its own.
-        pieces, piece_scores = self._trie.matches_by_end(code_points, limits, width, none, scores)
-        unknown = pieces[:, -1] == none
-        pieces = tf.concat([pieces[:, :-1], tf.where(unknown, self._unknown_id, pieces[:, -1])[:, None]], axis=1)
-        unknown_score = tf.where(unknown, scores[self._unknown_id], piece_scores[:, -1])
-        piece_scores = tf.concat([piece_scores[:, :-1], unknown_score[:, None]], axis=1)
+        pieces, piece_scores = self._trie.matches_by_end(
+            code_points, limits, width, none, scores, single_missing=self._unknown_id
+        )
 
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)

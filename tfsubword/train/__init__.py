@@ -159,11 +159,7 @@ def train_unigram(
         raise ValueError(f"`character_coverage` must be in (0, 1]. Received: {character_coverage!r}.")
     if not 0 < shrinking_factor < 1:
         raise ValueError(f"`shrinking_factor` must be in (0, 1). Received: {shrinking_factor!r}.")
-    if normalization not in normalization_rules.NAMES:
-        raise ValueError(
-            f"`normalization` must be one of {', '.join(map(repr, normalization_rules.NAMES))}. "
-            f"Received: normalization={normalization!r}."
-        )
+    normalization_rules.check_name(normalization)
     normalizer = spm_model.Normalizer(
         name=normalization,
         charsmap=normalization_rules.charsmap(normalization),
