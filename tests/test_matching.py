@@ -58,13 +58,24 @@ def test_greedy_path_long_chain():
     assert not greedy_path(jumps, starts, max_steps=64).numpy().all()
 
 
+def by_end(trie, text, limits, width, *args, columns=None, **kwargs):
+    """`matches_by_end` in a [width, n] layout: the key of k characters ending at position e in row
+    width - k, column columns[e] (e by default): cell (width - k) * n + columns[e]."""
+    points = code_points(text)
+    n = len(text)
+    column = tf.range(n, dtype=tf.int64) if columns is None else tf.constant(columns, tf.int64)
+    cells = (column + width * n, tf.fill([n], tf.constant(n, tf.int64)), width * n)
+    found = trie.matches_by_end(points, tf.constant(limits, tf.int32, shape=[n]), width, cells, *args, **kwargs)
+    return tuple(tf.reshape(table, [width, n]) for table in found) if isinstance(found, tuple) else tf.reshape(found, [width, n])
+
+
 def test_every_key_by_where_it_ends():
     trie = Trie(["a", "ab", "abc", "b", "bcd"], [1, 2, 3, 4, 5])
     low = np.iinfo(np.int32).min  # cells with no key
     # Two words, "abc" and "bcd" (positions 0-2 and 3-5). Row j of the table, column e: the key of
     # 3 - j characters ending at e; written below one end per line. "bc" is only a prefix of "bcd",
     # not a key; no key runs across the two words ("cb").
-    table = trie.matches_by_end(code_points("abcbcd"), tf.constant([3, 3, 3, 6, 6, 6]), 3)
+    table = by_end(trie, "abcbcd", [3, 3, 3, 6, 6, 6], 3)
     assert table.numpy().T.tolist() == [
         [low, low, 1],  # "a"
         [low, 2, 4],  # "ab", "b"
@@ -74,27 +85,38 @@ def test_every_key_by_where_it_ends():
         [5, low, low],  # "bcd"
     ]
     # "a" | "b": "ab" would cross the words.
-    assert trie.matches_by_end(code_points("ab"), tf.constant([1, 2]), 2).numpy().T.tolist() == [[low, 1], [low, 4]]
+    assert by_end(trie, "ab", [1, 2], 2).numpy().T.tolist() == [[low, 1], [low, 4]]
     # One row: one-character keys only.
-    assert trie.matches_by_end(code_points("abx"), tf.constant([3, 3, 3]), 1).numpy().tolist() == [[1, 4, low]]
-    assert trie.matches_by_end(tf.zeros([0], tf.int32), tf.zeros([0], tf.int32), 3).shape == (3, 0)
+    assert by_end(trie, "abx", [3, 3, 3], 1).numpy().tolist() == [[1, 4, low]]
+    assert by_end(trie, "", [], 3).shape == (3, 0)
 
 
 def test_weights_of_the_keys_by_where_they_end():
     trie = Trie(["a", "ab", "b"], [0, 1, 2])
     low = np.finfo(np.float32).min
     weights = tf.constant([0.5, 1.5, 2.5, -9.0])
-    ids, weighted = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 2, weights)
+    ids, weighted = by_end(trie, "abc", [3, 3, 3], 2, weights)
     assert ids.numpy().T.tolist() == [[np.iinfo(np.int32).min, 0], [1, 2], [np.iinfo(np.int32).min] * 2]
     assert weighted.numpy().T.tolist() == [[low, 0.5], [1.5, 2.5], [low, low]]
     # The one-character row holds `single_missing` (here 3, weighing -9) where no key is.
-    ids, weighted = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 1, weights, single_missing=3)
+    ids, weighted = by_end(trie, "abc", [3, 3, 3], 1, weights, single_missing=3)
     assert ids.numpy().tolist() == [[0, 2, 3]] and weighted.numpy().tolist() == [[0.5, 2.5, -9.0]]
 
 
 def test_keys_by_where_they_end_in_another_column_order():
     trie = Trie(["a", "ab", "b"], [0, 1, 2])
     low = np.iinfo(np.int32).min
-    # Position e goes to column rows[e]: "a" (0) to column 2, "b" (1) to 0, "c" (2) to 1.
-    table = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 2, rows=tf.constant([2, 0, 1]))
+    # Position e goes to column columns[e]: "a" (0) to column 2, "b" (1) to 0, "c" (2) to 1.
+    table = by_end(trie, "abc", [3, 3, 3], 2, columns=[2, 0, 1])
     assert table.numpy().tolist() == [[1, low, low], [2, low, 0]]
+
+
+def test_keys_by_where_they_end_in_a_triangular_layout():
+    trie = Trie(["a", "ab", "abc", "b", "c"], [1, 2, 3, 4, 5])
+    low = np.iinfo(np.int32).min
+    # Position e of the word "abc" gets e + 1 cells, one per key length that fits before it,
+    # starting at cell e(e + 1) / 2, the longest key first: base = e(e + 1) / 2 + e + 1, stride 1.
+    # Cells: 0 "a" | 1 "ab", 2 "b" | 3 "abc", 4 "bc" (not a key), 5 "c".
+    cells = (tf.constant([1, 3, 6], tf.int64), tf.ones([3], tf.int64), 6)
+    table = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 3, cells)
+    assert table.numpy().tolist() == [1, 2, 4, 3, low, 5]

@@ -90,38 +90,37 @@ class Trie(tf.Module):
             unmatched, indices, value
         )
 
-    def matches_by_end(self, code_points, limits, width, weights=None, single_missing=None, rows=None):
-        """Every key at every position, indexed by where it ends.
+    def matches_by_end(self, code_points, limits, width, cells, weights=None, single_missing=None):
+        """Every key at every position, each in the table cell chosen by its end and its length.
 
         Args:
             code_points: int32 `[n]`, the text (all words concatenated).
             limits: int32 `[n]`, the exclusive end of the word each position belongs to.
             width: a Python int: keys longer than this are not looked for.
+            cells: `(base, stride, size)`: the key of k characters that ends at position e goes to
+                cell `base[e] - k * stride[e]` of a flat table of `size` cells (int64 `[n]`, `[n]` and
+                a scalar). The caller picks the layout; the cells of the keys that can occur must be
+                distinct and within the table.
             weights: optional 1-D tensor indexed by value.
-            single_missing: the value of the last column's cells (one-character keys) where no key is.
-            rows: optional int `[n]`, a permutation: the table row of each position (by default,
-                the position itself).
+            single_missing: the value of the cells of one-character keys where no key is.
 
         Returns:
-            int32 `[width, n]`: row j, column `rows[e]` holds the value of the key of `width - j`
-            characters that ends at position e (so the rows run from the earliest start to the
-            latest). Cells with no key hold the lowest int32. With `weights`, also `weights[that
-            value]` in the same layout, the lowest finite value of its dtype where no key is (looked up
-            for the keys found only, not for every cell). Keys of one length fill one row, so the
-            writes for them fall within one row's block of memory.
+            int32 `[size]`: the value of each cell's key, the lowest int32 where no key is. With
+            `weights`, also `weights[that value]` in the same layout, the lowest finite value of its
+            dtype where no key is (looked up for the keys found only, not for every cell).
         """
+        base, stride, table_size = (tf.cast(x, tf.int64) for x in cells)
         size = tf.size(code_points, out_type=tf.int64)
         chars = tf.cast(code_points, tf.int64)
-        row = tf.range(size) if rows is None else tf.cast(rows, tf.int64)
-        # One-character keys: the last column, straight from the root's transitions.
+        # One-character keys: straight from the root's transitions.
         first = self._transitions.lookup(chars)
         single = tf.gather(self._node_values, first + 1)
         if single_missing is not None:
             single = tf.where(single >= 0, single, single_missing)
-            cells, values = [row + (width - 1) * size], [single]
+            found, values = [base - stride], [single]
         else:
-            found = ops.indices_where(single >= 0)
-            cells, values = [tf.gather(row, found) + (width - 1) * size], [tf.gather(single, found)]
+            ends = ops.indices_where(single >= 0)
+            found, values = [tf.gather(base - stride, ends)], [tf.gather(single, ends)]
         # Walks go on into the next character unless it starts another word (or is past the end):
         # there the key is negative, so no transition matches. The loop is unrolled (width is
         # small): a step with no walk left costs little, a loop iteration much more.
@@ -134,16 +133,17 @@ class Trie(tf.Module):
             child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
             value = tf.gather(self._node_values, child + 1)
             accepted = ops.indices_where(value >= 0)
-            cells.append(tf.gather(row, tf.gather(position, accepted)) + (width - k) * size)
+            ends = tf.gather(position, accepted)
+            found.append(tf.gather(base, ends) - k * tf.gather(stride, ends))
             values.append(tf.gather(value, accepted))
             live = ops.indices_where(child >= 0)
             position, node = tf.gather(position, live) + 1, tf.gather(child, live)
-        cells, values = tf.concat(cells, axis=0), tf.concat(values, axis=0)
-        ids = tf.reshape(tf.math.unsorted_segment_max(values, cells, size * width), [width, -1])
+        found, values = tf.concat(found, axis=0), tf.concat(values, axis=0)
+        # Each cell holds one key at most: the max only fills the empty cells with the lowest value.
+        ids = tf.math.unsorted_segment_max(values, found, table_size)
         if weights is None:
             return ids
-        weighted = tf.math.unsorted_segment_max(tf.gather(weights, values), cells, size * width)
-        return ids, tf.reshape(weighted, [width, -1])
+        return ids, tf.math.unsorted_segment_max(tf.gather(weights, values), found, table_size)
 
     def _walk(self, code_points, start_nodes, limits, record):
         """Walk the trie from every position with a start node, one character per loop iteration.

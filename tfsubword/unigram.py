@@ -659,35 +659,53 @@ class Viterbi(tf.Module):
         sorted_lengths = tf.gather(row_lengths, order)
         active_per_step = tf.reduce_sum(tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1)
         # Step t (position t - 1 of each row long enough) handles the records step_offsets[t - 1] +
-        # the row's rank by length: the tables are laid out in that order, so each step reads a slice.
+        # the row's rank by length, so each step reads and writes slices.
         step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
-        rank = tf.scatter_nd(order[:, None], tf.range(n), [n])
-        record = tf.gather(step_offsets, tf.range(size) - tf.gather(row_starts, rows)) + tf.gather(rank, rows)
-        # pieces[j, record of e]: the piece of width - j characters ending at e. A character that
-        # starts no one-character piece is an unknown piece of its own.
+        rank = tf.gather(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows)
+        steps = tf.range(size) - tf.gather(row_starts, rows)  # of each position, from 0
+        record = tf.gather(step_offsets, steps) + rank
+        # The piece tables hold one block per step t: [reach, active] cells, where a piece of
+        # `length` characters ending at the position of rank r is at row reach - length, column r.
+        # Pieces ending at step t have at most reach = min(t, width) characters, so most blocks
+        # of short words are narrower than `width` (a third of the cells, on English words).
+        reach = tf.minimum(tf.range(1, longest + 1), width)
+        block_ends = tf.cumsum(tf.cast(reach * active_per_step, tf.int64))
+        block_starts = tf.concat([[0], block_ends], axis=0)
+        base = tf.gather(block_ends, steps) + tf.cast(rank, tf.int64)
+        stride = tf.cast(tf.gather(active_per_step, steps), tf.int64)
+        # A character that starts no one-character piece is an unknown piece of its own.
         pieces, piece_scores = self._trie.matches_by_end(
-            code_points, limits, width, self._scores[dtype], single_missing=self._unknown_id, rows=record
+            code_points, limits, width, (base, stride, block_starts[-1]), self._scores[dtype], single_missing=self._unknown_id
         )
 
-        # `best` holds, per row (a column of it), the best scores of the `width` positions before the
-        # step's; its row j pairs with the piece of width - j characters, so they run by increasing
-        # start, as SentencePiece visits them, and argmax keeps the first of the best.
-        def step(t, best, winners, tops):
-            active = active_per_step[t - 1]
-            totals = tf.slice(piece_scores, [0, step_offsets[t - 1]], [width, active]) + best[:, :active]
+        # `best` holds, per row (a column of it), the best scores of the `reach` positions before
+        # the step's, the latest last; its row j pairs with the block's row j, so the candidates run
+        # by increasing start, as SentencePiece visits them, and argmax keeps the first of the best.
+        # The winner is kept as the length of its piece; with `gaps`, also its lead over the others.
+        # Each step's reach, active rows and whether the oldest row of `best` leaves (from step width).
+        plan = tf.stack([reach, active_per_step, tf.cast(tf.range(1, longest + 1) >= width, tf.int32)], axis=1)
+
+        def step(t, best, winners, tops, *leads):
+            reach_t, active, leaving = tf.unstack(plan[t - 1], num=3)
+            block = tf.reshape(tf.slice(piece_scores, block_starts[t - 1 : t], tf.cast(reach_t * active, tf.int64)[None]), [reach_t, active])
+            totals = block + best[:, :active]  # `best` has reach_t rows
             winner = tf.argmax(totals, axis=0, output_type=tf.int32)
             top = tf.reduce_max(totals, axis=0)
-            best = tf.concat([best[1:, :active], top[None, :]], axis=0)
-            return t + 1, tf.ensure_shape(best, [width, None]), winners.write(t - 1, winner), tops.write(t - 1, top)
+            if leads:
+                others = totals + tf.one_hot(winner, reach_t, on_value=-np.inf, off_value=0.0, axis=0, dtype=dtype)
+                leads = (leads[0].write(t - 1, top - tf.reduce_max(others, axis=0)),)
+            best = tf.concat([best[leaving:, :active], top[None, :]], axis=0)
+            return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *leads)
 
         def array(dtype):
             return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
 
-        _, _, winners, tops = tf.while_loop(
+        start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
+        _, _, winners, tops, *leads = tf.while_loop(
             lambda t, *_: t <= longest,
             step,
-            (1, tf.zeros([width, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :]), array(tf.int32), array(dtype)),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([width, None]), None, None),
+            (1, start, array(tf.int32), array(dtype)) + ((array(dtype),) if gaps else ()),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None) + ((None,) if gaps else ()),
         )
 
         def by_record(records, dtype):
@@ -700,7 +718,7 @@ class Viterbi(tf.Module):
         def back(t, end, taken):
             active = active_per_step[t - 1]
             take = end[:active] == t
-            previous = t - width + tf.slice(winners, [step_offsets[t - 1]], [active])
+            previous = t - tf.slice(winners, [step_offsets[t - 1]], [active])
             end = tf.concat([tf.where(take, previous, end[:active]), end[active:]], axis=0)
             return t - 1, end, taken.write(t - 1, take)
 
@@ -716,7 +734,7 @@ class Viterbi(tf.Module):
         # Or by pointer doubling, in log2(longest row) rounds that each touch every position;
         # reversed, the walk moves forward, as `greedy_path` needs.
         def by_doubling():
-            previous_end = tf.range(size) - width + tf.gather(winners, record)  # of the piece before each
+            previous_end = tf.range(size) - tf.gather(winners, record)  # of the piece before each
             back_reversed = tf.where(previous_end < tf.gather(row_starts, rows), size, size - 1 - previous_end)
             row_ends = tf.gather(tf.cast(splits[1:], tf.int32), ops.indices_where(row_lengths > 0)) - 1
             path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
@@ -725,26 +743,16 @@ class Viterbi(tf.Module):
         # Steps are cheap but one per position of the longest row: the better choice for many short rows.
         on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & (longest <= _WALK_BY_STEPS_UP_TO), by_steps, by_doubling)
         ends = ops.indices_where(on_path)
-        end_records = tf.gather(record, ends)
-        end_winners = tf.gather(winners, end_records)
+        end_lengths = tf.cast(tf.gather(winners, tf.gather(record, ends)), tf.int64)
+        end_base, end_stride = tf.gather(base, ends), tf.gather(stride, ends)
         paths = {
             "ends": ends,
             "rows": tf.cast(tf.gather(rows, ends), tf.int64),
-            "piece": tf.gather(tf.reshape(pieces, [-1]), end_winners * size + end_records),
+            "piece": tf.gather(pieces, end_base - end_lengths * end_stride),
         }
         if gaps:
-            best_at = tf.gather(by_record(tops, dtype), record)  # the best score of a path to each position
-            paths["total"] = tf.gather(best_at, splits[1:] - 1)
-            # At each end, the candidates again: the score before each piece's start (0 at the row's
-            # start, whose record is below n as no row is empty; the cells of pieces that would start
-            # before it hold the lowest value anyway).
-            best_before = tf.where(record < n, tf.constant(0, dtype), tf.concat([[0], best_at[:-1]], axis=0))
-            piece_starts = tf.cast(ends, tf.int32)[None, :] + 1 - width + tf.range(width)[:, None]
-            cells = tf.range(width)[:, None] * size + end_records[None, :]
-            totals = tf.gather(tf.reshape(piece_scores, [-1]), cells) + tf.gather(best_before, tf.maximum(piece_starts, 0))
-            chosen = tf.range(width)[:, None] == end_winners[None, :]
-            runner_up = tf.reduce_max(tf.where(chosen, tf.constant(-np.inf, dtype), totals), axis=0)
-            paths["gap"] = tf.reduce_max(totals, axis=0) - runner_up
+            paths["total"] = tf.gather(by_record(tops, dtype), tf.gather(record, splits[1:] - 1))
+            paths["gap"] = tf.gather(by_record(leads[0], dtype), tf.gather(record, ends))
         return paths
 
 
