@@ -574,21 +574,24 @@ class Viterbi(tf.Module):
         pieces, piece_splits = _merge_unknowns(*raw, self._unknown_id)
 
         # Is each occurrence's decision safe from single-precision rounding at its place in its line?
-        occurrence_total = tf.gather(total, occurrence)
-        before = tf.cumsum(occurrence_total, exclusive=True)
-        before -= tf.gather(before, tf.gather(line_word_splits, word_lines))
-        length = tf.cast(tf.gather(distinct_splits[1:] - distinct_splits[:-1], occurrence), tf.float64)
-        magnitude = tf.abs(before) * (1 + 1e-6) + length * self._max_score_magnitude + 1
-        # A single-precision ulp there: 2 ** (floor(log2(magnitude)) - 23), read off the exponent bits.
-        power_of_two = tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64)
-        ulp = power_of_two * 2.0**-23
-        fragile = ~(tf.gather(smallest_gap, occurrence) > (length + 2) * ulp)
+        # First for all lines at once: no score on a line's paths exceeds its characters times the
+        # largest score magnitude, so the ulp there bounds every ulp of the exact check.
+        length = distinct_splits[1:] - distinct_splits[:-1]
+        line_chars = tf.math.segment_sum(tf.gather(length, occurrence), word_lines)
+        longest_line = tf.cast(tf.reduce_max(tf.concat([[0], line_chars], axis=0)), tf.float64)
+        fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(longest_line * self._max_score_magnitude * (1 + 1e-6) + 1))
+        suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
+        fragile = tf.cond(
+            tf.size(suspects) > 0,
+            lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
+            lambda: suspects,
+        )
 
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
-        fragile_per_line = tf.math.unsorted_segment_sum(tf.cast(fragile, tf.int32), word_lines, n)
+        lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(tf.gather(word_lines, fragile), out_idx=tf.int64)
         # A line with one fragile word: that word is segmented again alone, exactly; lines with more
         # are segmented again whole.
-        lone = ops.indices_where(fragile & (tf.gather(fragile_per_line, word_lines) == 1))
+        lone = tf.gather(fragile, ops.indices_where(tf.gather(fragile_per_line, line_of_fragile) == 1))
         values, occurrence_splits = tf.cond(
             tf.size(lone) > 0,
             lambda: self._redo_words(
@@ -598,7 +601,7 @@ class Viterbi(tf.Module):
         )
         starts_unknown = tf.reduce_any(tf.gather(values, occurrence_splits[:-1]) == self._unknown_id)
         line_splits = tf.gather(occurrence_splits, line_word_splits)
-        fragile_lines = ops.indices_where(fragile_per_line > 1)
+        fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(fragile_per_line > 1))
         values, line_splits = tf.cond(
             tf.size(fragile_lines) > 0,
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines),
@@ -607,6 +610,28 @@ class Viterbi(tf.Module):
         return tf.cond(
             starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
         )
+
+    def _fragile(self, suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length):
+        """Which of the word occurrences `suspects` (sorted) could be segmented differently in single
+        precision at their place in their lines: those whose smallest gap is within (length + 2) ulps
+        at the magnitude of the line's score before them plus the word's. Reads only the lines of
+        the suspects."""
+        lines = tf.unique(tf.gather(word_lines, suspects))[0]
+        spans = tf.ragged.range(tf.gather(line_word_splits, lines), tf.gather(line_word_splits, lines + 1))
+        in_lines = spans.flat_values  # sorted: the occurrences of those lines, in order
+        before = tf.cumsum(tf.gather(total, tf.gather(occurrence, in_lines)), exclusive=True)
+        before -= tf.gather(before, tf.gather(spans.row_splits, ops.row_ids(spans.row_splits, tf.size(in_lines))))
+        before = tf.gather(before, tf.searchsorted(in_lines, suspects))
+        words = tf.gather(occurrence, suspects)
+        word_length = tf.cast(tf.gather(length, words), tf.float64)
+        magnitude = tf.abs(before) * (1 + 1e-6) + word_length * self._max_score_magnitude + 1
+        return tf.gather(suspects, ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(magnitude))))
+
+    @staticmethod
+    def _ulp(magnitude):
+        """A single-precision ulp at float64 `magnitude` (positive): 2 ** (floor(log2(magnitude)) -
+        23), read off the exponent bits."""
+        return tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64) * 2.0**-23
 
     def _redo_words(self, lone, occurrence, word_lines, line_word_splits, raw, segmented, distinct):
         """Segment the word occurrences `lone` again, each the only fragile word of its line, exactly:
