@@ -78,8 +78,8 @@ class SentencePieceNormalizer(tf.Module):
         )
 
     def words(self, strings):
-        """`[n]` strings -> (words, row splits int64): the words of each normalized string, each
-        without the `▁` that starts it. Needs `splits_words`.
+        """`[n]` strings -> (words, row splits int64, row ids int64): the words of each normalized
+        string, each without the `▁` that starts it. Needs `splits_words`.
 
         Lines with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule could
         touch (most lines) are split at spaces; the others are normalized code point by code point.
@@ -88,7 +88,7 @@ class SentencePieceNormalizer(tf.Module):
         plain, ruled = ops.indices_where(~needs_rules), ops.indices_where(needs_rules)
         # Split at runs of spaces (the only whitespace in plain lines), with no empty words.
         split = tf.strings.split(tf.gather(strings, plain))
-        words, word_splits = split.flat_values, split.row_splits
+        words, word_splits, word_lines = split.flat_values, split.row_splits, split.value_rowids()
 
         def with_ruled_lines():
             values, value_splits = self.normalize(tf.gather(strings, ruled))
@@ -107,9 +107,10 @@ class SentencePieceNormalizer(tf.Module):
             table_splits = tf.concat([word_splits, word_splits[-1] + marked_splits[1:]], axis=0)
             n = tf.size(strings, out_type=tf.int64)
             order = tf.concat([plain, ruled], axis=0)
-            return ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
+            values, splits = ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
+            return values, splits, ops.row_ids(splits, tf.size(values))
 
-        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits))
+        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
 
     def normalize(self, strings):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings."""
@@ -454,8 +455,10 @@ class UnigramLayer(TokenizerLayer):
     def _tokenize_strings(self, strings):
         normalizer = self._normalizer
         if normalizer.splits_words and self._viterbi.by_words:
-            words, word_splits = normalizer.words(strings)
-            ids, id_splits = self._viterbi.segment_words(words, word_splits, lambda lines: normalizer.normalize(tf.gather(strings, lines)))
+            words, word_splits, word_lines = normalizer.words(strings)
+            ids, id_splits = self._viterbi.segment_words(
+                words, word_splits, word_lines, lambda lines: normalizer.normalize(tf.gather(strings, lines))
+            )
         else:
             ids, id_splits = self._viterbi(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
@@ -542,23 +545,24 @@ class Viterbi(tf.Module):
             starts, word_splits = _word_starts(code_points, splits, self._space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, tf.concat([starts, ends[-1:]], axis=0), validate=False), "UTF-8")
-            ids, id_splits = self._by_words(words, word_splits, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="")
+            word_lines = ops.row_ids(word_splits, tf.size(words))
+            ids, id_splits = self._by_words(words, word_splits, word_lines, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="")
         return ids, id_splits
 
-    def segment_words(self, words, word_splits, normalize_lines):
+    def segment_words(self, words, word_splits, word_lines, normalize_lines):
         """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
-        into lines by `word_splits` -> (ids int32, row splits int64). `normalize_lines(indices)` gives
-        the normalized code points of some lines, to segment them whole where rounding could matter."""
-        return self._by_words(words, word_splits, normalize_lines, prefix=chr(self._space))
+        into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
+        int64). `normalize_lines(indices)` gives the normalized code points of some lines, to segment
+        them whole where rounding could matter."""
+        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix=chr(self._space))
 
     def _exact(self, code_points, splits):
         paths = self._best_paths(code_points, splits, tf.float32)
         ids_splits = ops.splits_from_row_ids(paths["rows"], tf.size(splits, out_type=tf.int64) - 1)
         return _merge_unknowns(paths["piece"], ids_splits, self._unknown_id)
 
-    def _by_words(self, words, line_word_splits, normalize_lines, prefix):
+    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix):
         n = tf.size(line_word_splits, out_type=tf.int64) - 1
-        word_lines = ops.row_ids(line_word_splits, tf.size(words))
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
@@ -791,7 +795,7 @@ def word_counter(normalizer_spec):
 
     def words_of(lines):
         if normalizer.splits_words:
-            words, line_splits = normalizer.words(lines)
+            words, line_splits, lines_of_words = normalizer.words(lines)
             words = tf.strings.join([SPACE_SYMBOL, words])
         else:
             values, splits = normalizer.normalize(lines)
@@ -799,7 +803,7 @@ def word_counter(normalizer_spec):
             word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
             word_values = tf.RaggedTensor.from_row_splits(values, word_splits, validate=False)
             words = tf.strings.unicode_encode(word_values, "UTF-8")
-        lines_of_words = ops.row_ids(line_splits, tf.size(words))
+            lines_of_words = ops.row_ids(line_splits, tf.size(words))
         last = lines_of_words != tf.concat([lines_of_words, [-1]], axis=0)[1:]
         return tf.strings.join([words, tf.where(last, " ", "")])
 
