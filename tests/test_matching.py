@@ -71,7 +71,7 @@ def by_end(trie, text, limits, width, *args, columns=None, **kwargs):
 
 def test_every_key_by_where_it_ends():
     trie = Trie(["a", "ab", "abc", "b", "bcd"], [1, 2, 3, 4, 5])
-    low = np.iinfo(np.int32).min  # cells with no key
+    low = -1  # cells with no key
     # Two words, "abc" and "bcd" (positions 0-2 and 3-5). Row j of the table, column e: the key of
     # 3 - j characters ending at e; written below one end per line. "bc" is only a prefix of "bcd",
     # not a key; no key runs across the two words ("cb").
@@ -96,7 +96,7 @@ def test_weights_of_the_keys_by_where_they_end():
     low = np.finfo(np.float32).min
     weights = tf.constant([0.5, 1.5, 2.5, -9.0])
     ids, weighted = by_end(trie, "abc", [3, 3, 3], 2, weights)
-    assert ids.numpy().T.tolist() == [[np.iinfo(np.int32).min, 0], [1, 2], [np.iinfo(np.int32).min] * 2]
+    assert ids.numpy().T.tolist() == [[-1, 0], [1, 2], [-1, -1]]
     assert weighted.numpy().T.tolist() == [[low, 0.5], [1.5, 2.5], [low, low]]
     # The one-character row holds `single_missing` (here 3, weighing -9) where no key is.
     ids, weighted = by_end(trie, "abc", [3, 3, 3], 1, weights, single_missing=3)
@@ -105,7 +105,7 @@ def test_weights_of_the_keys_by_where_they_end():
 
 def test_keys_by_where_they_end_in_another_column_order():
     trie = Trie(["a", "ab", "b"], [0, 1, 2])
-    low = np.iinfo(np.int32).min
+    low = -1  # no key
     # Position e goes to column columns[e]: "a" (0) to column 2, "b" (1) to 0, "c" (2) to 1.
     table = by_end(trie, "abc", [3, 3, 3], 2, columns=[2, 0, 1])
     assert table.numpy().tolist() == [[1, low, low], [2, low, 0]]
@@ -113,7 +113,7 @@ def test_keys_by_where_they_end_in_another_column_order():
 
 def test_keys_by_where_they_end_in_a_triangular_layout():
     trie = Trie(["a", "ab", "abc", "b", "c"], [1, 2, 3, 4, 5])
-    low = np.iinfo(np.int32).min
+    low = -1  # no key
     # Position e of the word "abc" gets e + 1 cells, one per key length that fits before it,
     # starting at cell e(e + 1) / 2, the longest key first: base = e(e + 1) / 2 + e + 1, stride 1.
     # Cells: 0 "a" | 1 "ab", 2 "b" | 3 "abc", 4 "bc" (not a key), 5 "c".
