@@ -304,12 +304,12 @@ def _double_precision_viterbi(text, scores):
     return pieces[::-1]
 
 
-def _near_tie_pieces(rng):
-    """Pieces over "a", "b" and "▁" whose scores, built from a few values, make many segmentations
-    nearly tie."""
+def _near_tie_pieces(rng, nearly_one=1.0000001):
+    """Pieces over "a", "b" and "▁" whose scores, built from a few values (one of them a factor
+    `nearly_one`), make many segmentations nearly tie."""
     alphabet_pieces = ["\u2581", "a", "b"] + ["".join(p) for n in range(2, 5) for p in itertools.product("ab", repeat=n)]
     alphabet_pieces += ["\u2581" + p for p in alphabet_pieces[1:6]]
-    scores = [float(np.float32(rng.choice([-1, -2, -3, -4]) * rng.choice([1.0, 1.5, 1.25, 1.0000001])))
+    scores = [float(np.float32(rng.choice([-1, -2, -3, -4]) * rng.choice([1.0, 1.5, 1.25, nearly_one])))
               for _ in alphabet_pieces]
     return [(p, s, spm_model.NORMAL) for p, s in zip(alphabet_pieces, scores)]
 
@@ -334,15 +334,19 @@ def test_single_precision_rule_on_near_ties():
     assert disagreements > 0
 
 
-def test_single_precision_rule_on_near_ties_late_in_long_lines():
+@pytest.mark.parametrize("nearly_one", [1.0000001, 1.00003])
+def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one):
     """A near-tie word after many ordinary words: SentencePiece decides it in single precision from the
     score of the line before it, which UnigramLayer sums the same way (with one such word in the line)
     or reproduces by segmenting the line whole (with two). The test also checks that some word is
-    segmented differently there than alone, so it does tell a wrong starting score apart."""
+    segmented differently there than alone, so it does tell a wrong starting score apart. With
+    `nearly_one` = 1.00003, the ties are near enough to flip only at a line score in the thousands
+    (a single-precision ulp there is 1.2e-4 to 2.4e-4), so a check of near ties that looked at
+    the word alone would miss them."""
     rng = random.Random(11)
     differ_from_alone = 0
     for _ in range(4):
-        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", -1.0, spm_model.NORMAL)] + _near_tie_pieces(rng)
+        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", -1.0, spm_model.NORMAL)] + _near_tie_pieces(rng, nearly_one)
         data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
         reference = spm_module().SentencePieceProcessor(model_proto=data)
         texts, words = [], []
