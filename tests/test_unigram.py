@@ -334,19 +334,36 @@ def test_single_precision_rule_on_near_ties():
     assert disagreements > 0
 
 
-@pytest.mark.parametrize("nearly_one", [1.0000001, 1.00003])
-def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one):
+@pytest.mark.parametrize(
+    "nearly_one, filler_score",
+    [
+        (1.0000001, -1.0),
+        (1.00003, -1.0),
+        pytest.param(
+            1.003,
+            -100.0,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known disagreement with SentencePiece, found 2026-11-22 and not yet explained: near ties "
+                "after a line score near -300,000 (6 of 160 lines differ, also at commit 0e92da0)",
+            ),
+        ),
+    ],
+)
+def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, filler_score):
     """A near-tie word after many ordinary words: SentencePiece decides it in single precision from the
     score of the line before it, which UnigramLayer sums the same way (with one such word in the line)
     or reproduces by segmenting the line whole (with two). The test also checks that some word is
-    segmented differently there than alone, so it does tell a wrong starting score apart. With
-    `nearly_one` = 1.00003, the ties are near enough to flip only at a line score in the thousands
-    (a single-precision ulp there is 1.2e-4 to 2.4e-4), so a check of near ties that looked at
-    the word alone would miss them."""
+    segmented differently there than alone, so it does tell a wrong starting score apart. The
+    filler word scores `filler_score`; with a near-one factor of 1.00003 and a line score in the
+    thousands (a single-precision ulp of 1.2e-4 to 2.4e-4 there), the ties flip only because of the
+    line's score, so a near-tie check that ignored it would miss them (checked: a batch-wide bound
+    at the word's own magnitude fails this case). With 1.003 and a line score in the hundreds of
+    thousands, UnigramLayer still disagrees with SentencePiece on a few lines (strict xfail)."""
     rng = random.Random(11)
     differ_from_alone = 0
     for _ in range(4):
-        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", -1.0, spm_model.NORMAL)] + _near_tie_pieces(rng, nearly_one)
+        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", filler_score, spm_model.NORMAL)] + _near_tie_pieces(rng, nearly_one)
         data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
         reference = spm_module().SentencePieceProcessor(model_proto=data)
         texts, words = [], []
