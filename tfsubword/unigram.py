@@ -562,7 +562,6 @@ class Viterbi(tf.Module):
         return _merge_unknowns(paths["piece"], ids_splits, self._unknown_id)
 
     def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix):
-        n = tf.size(line_word_splits, out_type=tf.int64) - 1
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
@@ -672,9 +671,9 @@ class Viterbi(tf.Module):
         return ops.gather_rows(table, table_splits, tf.where(redone >= 0, n + redone, tf.range(n)))
 
     def _best_paths(self, code_points, splits, dtype, gaps=False, offsets=None):
-        """The best path through each row: the positions where its pieces end (int64, in order), their
-        rows and those pieces; with `gaps`, also the best score of each row (rows must not be empty) and, at
-        each end, the lead of the chosen piece over the runner-up. `offsets`: the score each row's paths
+        """The best path through each row: the rows of its pieces (int64, in order) and those pieces;
+        with `gaps`, also the best score of each row (rows must not be empty) and, at each piece's
+        end, the lead of the chosen piece over the runner-up. `offsets`: the score each row's paths
         start from (0 by default)."""
         width = self._width
         size = tf.size(code_points)
@@ -711,6 +710,7 @@ class Viterbi(tf.Module):
         # the step's, the latest last; its row j pairs with the block's row j, so the candidates run
         # by increasing start, as SentencePiece visits them, and argmax keeps the first of the best.
         # The winner is kept as the length of its piece; with `gaps`, also its lead over the others.
+        #
         # Each step's reach, active rows and whether the oldest row of `best` leaves (from step width).
         plan = tf.stack([reach, active_per_step, tf.cast(tf.range(1, longest + 1) >= width, tf.int32)], axis=1)
 
@@ -775,7 +775,6 @@ class Viterbi(tf.Module):
         end_lengths = tf.cast(tf.gather(winners, tf.gather(record, ends)), tf.int64)
         end_base, end_stride = tf.gather(base, ends), tf.gather(stride, ends)
         paths = {
-            "ends": ends,
             "rows": tf.cast(tf.gather(rows, ends), tf.int64),
             "piece": tf.gather(pieces, end_base - end_lengths * end_stride),
         }
