@@ -18,8 +18,10 @@ SPACE_SYMBOL = "\u2581"
 _SPACE, _ESCAPED_SPACE, _REPLACEMENT = 0x20, 0x2581, 0xFFFD
 _MODEL_ASSET = "sentencepiece.model"
 _UNK_PENALTY = np.float32(10.0)
-_FLT_MIN, _FLT_MAX = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+_FLT_MAX = np.finfo(np.float32).max
 _EXPONENT_BITS = np.int64(0x7FF0000000000000)  # of a float64
+# SentencePiece's Viterbi restarts its scores from 0 beyond this magnitude (see `Viterbi`).
+_RESET = 100000.0
 # Per code point: it is a one-character key, the first or the second character of a longer key.
 _SINGLE, _FIRST, _SECOND = 1, 2, 4
 # What `tf.strings.split` without a separator splits at, besides the space.
@@ -430,15 +432,13 @@ class UnigramLayer(TokenizerLayer):
         kinds = np.array([kind for _, _, kind in model.pieces])
         scores = np.array([score for _, score, _ in model.pieces], np.float32)
         normal = kinds == spm_model.NORMAL
-        max_score = np.float32(max(_FLT_MIN, scores[normal].max())) if normal.any() else np.float32(_FLT_MIN)
         min_score = np.float32(min(_FLT_MAX, scores[normal].min())) if normal.any() else np.float32(_FLT_MAX)
         self._unknown_id = int(np.nonzero(kinds == spm_model.UNKNOWN)[0][0])
-        # The score of each piece on a path: user-defined pieces get length * max_score - 0.1, so that
-        # they always win; unknown characters get min_score - 10.
+        # The score of each piece on a path, as SentencePiece 0.2.3 gives it: a user-defined piece of
+        # n UTF-8 bytes gets 0.1 * (n - 1) (single precision), unknown characters min_score - 10.
         path_scores = scores.copy()
         for index in np.nonzero(kinds == spm_model.USER_DEFINED)[0]:
-            length = np.float32(len(pieces[index].encode("utf-8")))
-            path_scores[index] = np.float32(np.float64(np.float32(length * max_score)) - 0.1)
+            path_scores[index] = np.float32(0.1 * (len(pieces[index].encode("utf-8")) - 1))
         path_scores[self._unknown_id] = np.float32(min_score - _UNK_PENALTY)
         matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
         self._max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
@@ -512,7 +512,13 @@ class Viterbi(tf.Module):
     score; `test_single_precision_rule_on_near_ties` holds this rule to SentencePiece on vocabularies
     full of near-ties, where a double-precision rule decides differently). A character that starts no
     single-character piece is an unknown piece of its own; consecutive unknown pieces are then merged
-    into one.
+    into one. This is SentencePiece 0.2.3's encoder (0.2.1 and earlier compare in double precision
+    and score user-defined pieces otherwise). It also restarts its scores from 0 whenever the best
+    score at the start it is about to extend passes 100,000 in magnitude (in long lines: 10,000
+    pieces or so): that score is subtracted from every score reached so far from there on, which
+    changes how later sums round. The loop does the same. The subtraction is exact (Sterbenz) as
+    long as no path across a few pieces moves by more than 100,000: every score below 100,000 /
+    (2 * longest piece) in magnitude, true of any trained model.
 
     Rows run in parallel, one position per loop iteration. Lines are long, so when no piece holds a
     space symbol after its first character (then every path passes through each word start), the
@@ -521,7 +527,8 @@ class Viterbi(tf.Module):
     score of the line before the word) can change a decision only if that gap is within the rounding
     error, at most (word length + 1) ulps at |B| + the word's scores; lines with any word that close
     to a tie (rare: ties between equal pieces in another order, like "......") are segmented whole,
-    exactly as above.
+    exactly as above, and so are lines where such a word could follow a restart. With restarts, no
+    score exceeds 100,000 + the largest score magnitude, which bounds the ulps of the check.
     """
 
     def __init__(self, trie, path_scores, unknown_id, max_piece_chars, space=None, name=None):
@@ -532,6 +539,8 @@ class Viterbi(tf.Module):
         self._space = space
         self.by_words = space is not None
         self._max_score_magnitude = float(np.max(np.abs(path_scores))) if len(path_scores) else 0.0
+        # No score on a path in SentencePiece exceeds this in magnitude (past _RESET, it restarts).
+        self._largest_score = (_RESET + self._max_score_magnitude) * (1 + 1e-6) + 1
         with tf.init_scope():
             self._scores = {
                 dtype: tf.constant(path_scores, dtype, shape=[len(path_scores)]) for dtype in (tf.float32, tf.float64)
@@ -582,19 +591,22 @@ class Viterbi(tf.Module):
         length = distinct_splits[1:] - distinct_splits[:-1]
         line_chars = tf.math.segment_sum(tf.gather(length, occurrence), word_lines)
         longest_line = tf.cast(tf.reduce_max(tf.concat([[0], line_chars], axis=0)), tf.float64)
-        fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(longest_line * self._max_score_magnitude * (1 + 1e-6) + 1))
+        magnitude = tf.minimum(longest_line * self._max_score_magnitude * (1 + 1e-6) + 1, self._largest_score)
+        fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
-        fragile = tf.cond(
+        fragile, after_reset = tf.cond(
             tf.size(suspects) > 0,
             lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
-            lambda: suspects,
+            lambda: (suspects, tf.zeros([0], tf.bool)),
         )
 
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
         lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(tf.gather(word_lines, fragile), out_idx=tf.int64)
-        # A line with one fragile word: that word is segmented again alone, exactly; lines with more
-        # are segmented again whole.
-        lone = tf.gather(fragile, ops.indices_where(tf.gather(fragile_per_line, line_of_fragile) == 1))
+        # A line with one fragile word, before any restart of the scores: that word is segmented
+        # again alone, exactly; other lines with fragile words are segmented again whole.
+        n_lines = tf.size(lines_with_fragile, out_type=tf.int64)
+        whole = (fragile_per_line > 1) | (tf.math.unsorted_segment_max(tf.cast(after_reset, tf.int32), line_of_fragile, n_lines) > 0)
+        lone = tf.gather(fragile, ops.indices_where(~tf.gather(whole, line_of_fragile)))
         values, occurrence_splits = tf.cond(
             tf.size(lone) > 0,
             lambda: self._redo_words(
@@ -604,7 +616,7 @@ class Viterbi(tf.Module):
         )
         starts_unknown = tf.reduce_any(tf.gather(values, occurrence_splits[:-1]) == self._unknown_id)
         line_splits = tf.gather(occurrence_splits, line_word_splits)
-        fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(fragile_per_line > 1))
+        fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(whole))
         values, line_splits = tf.cond(
             tf.size(fragile_lines) > 0,
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines),
@@ -617,8 +629,9 @@ class Viterbi(tf.Module):
     def _fragile(self, suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length):
         """Which of the word occurrences `suspects` (sorted) could be segmented differently in single
         precision at their place in their lines: those whose smallest gap is within (length + 2) ulps
-        at the magnitude of the line's score before them plus the word's. Reads only the lines of
-        the suspects."""
+        at the magnitude of the line's score before them plus the word's, or of the largest score
+        SentencePiece keeps before restarting from 0. Reads only the lines of the suspects. Also
+        says, of each, whether a restart could come before its end."""
         lines = tf.unique(tf.gather(word_lines, suspects))[0]
         spans = tf.ragged.range(tf.gather(line_word_splits, lines), tf.gather(line_word_splits, lines + 1))
         in_lines = spans.flat_values  # sorted: the occurrences of those lines, in order
@@ -628,7 +641,8 @@ class Viterbi(tf.Module):
         words = tf.gather(occurrence, suspects)
         word_length = tf.cast(tf.gather(length, words), tf.float64)
         magnitude = tf.abs(before) * (1 + 1e-6) + word_length * self._max_score_magnitude + 1
-        return tf.gather(suspects, ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(magnitude))))
+        fragile = ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(tf.minimum(magnitude, self._largest_score))))
+        return tf.gather(suspects, fragile), tf.gather(magnitude, fragile) > _RESET
 
     @staticmethod
     def _ulp(magnitude):
@@ -714,28 +728,52 @@ class Viterbi(tf.Module):
         # Each step's reach, active rows and whether the oldest row of `best` leaves (from step width).
         plan = tf.stack([reach, active_per_step, tf.cast(tf.range(1, longest + 1) >= width, tf.int32)], axis=1)
 
-        def step(t, best, winners, tops, *leads):
+        # In single precision, SentencePiece (0.2.3) moves its scores to a new origin whenever the
+        # best score at the start it is about to extend exceeds _RESET in magnitude: that score is
+        # subtracted from it (which becomes 0) and from the scores already reached beyond it. Here
+        # the pieces from earlier starts are added to their scores as they were, then moved by
+        # `shift`, one per row of `best` (the subtraction is exact: see `Viterbi`).
+        resets = dtype == tf.float32
+
+        def step(t, best, winners, tops, *extra):
             reach_t, active, leaving = tf.unstack(plan[t - 1], num=3)
             block = tf.reshape(tf.slice(piece_scores, block_starts[t - 1 : t], tf.cast(reach_t * active, tf.int64)[None]), [reach_t, active])
-            totals = block + best[:, :active]  # `best` has reach_t rows
+            best = best[:, :active]  # `best` has reach_t rows
+            if resets:
+                shift, *extra = extra
+                newest = best[-1]
+                offset = tf.where(tf.abs(newest) > _RESET, newest, 0.0)
+                older = tf.range(reach_t)[:, None] < reach_t - 1
+                shift = tf.where(older, shift[:, :active] + offset, 0.0)
+                best = tf.concat([best[:-1], (newest - offset)[None, :]], axis=0)
+                totals = block + best - shift
+            else:
+                totals = block + best
             winner = tf.argmax(totals, axis=0, output_type=tf.int32)
             top = tf.reduce_max(totals, axis=0)
-            if leads:
+            if gaps:
                 others = totals + tf.one_hot(winner, reach_t, on_value=-np.inf, off_value=0.0, axis=0, dtype=dtype)
-                leads = (leads[0].write(t - 1, top - tf.reduce_max(others, axis=0)),)
-            best = tf.concat([best[leaving:, :active], top[None, :]], axis=0)
-            return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *leads)
+                extra = [extra[0].write(t - 1, top - tf.reduce_max(others, axis=0))]
+            if resets:
+                extra = [tf.concat([shift[leaving:], tf.zeros([1, active], dtype)], axis=0)] + extra
+            best = tf.concat([best[leaving:], top[None, :]], axis=0)
+            return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *extra)
 
         def array(dtype):
             return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
 
         start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
+        extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype),) if gaps else ())
         _, _, winners, tops, *leads = tf.while_loop(
             lambda t, *_: t <= longest,
             step,
-            (1, start, array(tf.int32), array(dtype)) + ((array(dtype),) if gaps else ()),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None) + ((None,) if gaps else ()),
+            (1, start, array(tf.int32), array(dtype)) + extra,
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None)
+            + ((tf.TensorShape([None, None]),) if resets else ())
+            + ((None,) if gaps else ()),
         )
+        if resets:
+            leads = leads[1:]
 
         def by_record(records, dtype):
             return tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype))
