@@ -247,6 +247,11 @@ def test_bad_models_raise_value_error(tmp_path):
         UnigramLayer([("a", -1.0)])
     with pytest.raises(ValueError, match="not finite"):
         UnigramLayer([("<unk>", 0.0), ("a", float("nan"))])
+    with pytest.raises(ValueError, match="not finite"):
+        UnigramLayer([("<unk>", 0.0), ("a", 1e39)])  # finite in double, not in single precision
+    infinite = spm_model.serialize([("<unk>", 0.0, spm_model.UNKNOWN), ("a", float("-inf"), spm_model.NORMAL)], spm_model.Normalizer(name="identity"))
+    with pytest.raises(ValueError, match="not finite"):
+        UnigramLayer(infinite)
     with pytest.raises(ValueError, match="twice"):
         UnigramLayer([("<unk>", 0.0), ("a", -1.0), ("a", -2.0)])
     with pytest.raises(ValueError, match="not a file"):

@@ -346,9 +346,12 @@ class UnigramLayer(TokenizerLayer):
             raise ValueError("SentencePiece models with `byte_fallback` are not supported by UnigramLayer yet.")
         pieces = [piece for piece, _, _ in model.pieces]
         seen = {}
-        for index, piece in enumerate(pieces):
+        for index, (piece, score, _) in enumerate(model.pieces):
             if piece in seen:
                 raise ValueError(f"The vocabulary contains the piece {piece!r} twice, at ids {seen[piece]} and {index}.")
+            if not np.isfinite(np.float32(score)):
+                # SentencePiece refuses such models too (0.2.3: "score is NaN or Inf").
+                raise ValueError(f"The piece {piece!r} (id {index}) has a score that is not finite in single precision: {score!r}.")
             seen[piece] = index
         unknown = [index for index, (_, _, kind) in enumerate(model.pieces) if kind == spm_model.UNKNOWN]
         if len(unknown) != 1:
@@ -390,14 +393,13 @@ class UnigramLayer(TokenizerLayer):
                 score = float(score)
             except (TypeError, ValueError):
                 raise ValueError(f"`vocabulary` entry {index} has a score that is not a number: {score!r}.") from None
-            if not np.isfinite(score):
-                raise ValueError(f"`vocabulary` entry {index} has a score that is not finite: {score!r}.")
             kind = (
                 spm_model.UNKNOWN
                 if piece == self.unknown_token
                 else spm_model.CONTROL if piece in self.control_tokens else spm_model.NORMAL
             )
-            pieces.append((piece, float(np.float32(score)), kind))
+            with np.errstate(over="ignore"):  # a score beyond single precision is refused below
+                pieces.append((piece, float(np.float32(score)), kind))
         if self.unknown_token not in {piece for piece, _, _ in pieces}:
             raise ValueError(f"The vocabulary does not contain the unknown token {self.unknown_token!r}.")
         normalizer = spm_model.Normalizer(
