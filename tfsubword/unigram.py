@@ -734,53 +734,57 @@ class Viterbi(tf.Module):
         # best score at the start it is about to extend exceeds _RESET in magnitude: that score is
         # subtracted from it (which becomes 0) and from the scores already reached beyond it. Here
         # the pieces from earlier starts are added to their scores as they were, then moved by
-        # `shift`, one per row of `best` (the subtraction is exact: see `Viterbi`).
-        resets = dtype == tf.float32
+        # `shift`, one per row of `best` (the subtraction is exact: see `Viterbi`). That costs a
+        # few ops per step, so a loop without it runs when no row can get that far.
+        def run(resets):
+            def step(t, best, winners, tops, *extra):
+                reach_t, active, leaving = tf.unstack(plan[t - 1], num=3)
+                block = tf.reshape(tf.slice(piece_scores, block_starts[t - 1 : t], tf.cast(reach_t * active, tf.int64)[None]), [reach_t, active])
+                best = best[:, :active]  # `best` has reach_t rows
+                if resets:
+                    shift, *extra = extra
+                    newest = best[-1]
+                    offset = tf.where(tf.abs(newest) > _RESET, newest, 0.0)
+                    older = tf.range(reach_t)[:, None] < reach_t - 1
+                    shift = tf.where(older, shift[:, :active] + offset, 0.0)
+                    best = tf.concat([best[:-1], (newest - offset)[None, :]], axis=0)
+                    totals = block + best - shift
+                else:
+                    totals = block + best
+                winner = tf.argmax(totals, axis=0, output_type=tf.int32)
+                top = tf.reduce_max(totals, axis=0)
+                if gaps:
+                    others = totals + tf.one_hot(winner, reach_t, on_value=-np.inf, off_value=0.0, axis=0, dtype=dtype)
+                    extra = [extra[0].write(t - 1, top - tf.reduce_max(others, axis=0))]
+                if resets:
+                    extra = [tf.concat([shift[leaving:], tf.zeros([1, active], dtype)], axis=0)] + extra
+                best = tf.concat([best[leaving:], top[None, :]], axis=0)
+                return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *extra)
 
-        def step(t, best, winners, tops, *extra):
-            reach_t, active, leaving = tf.unstack(plan[t - 1], num=3)
-            block = tf.reshape(tf.slice(piece_scores, block_starts[t - 1 : t], tf.cast(reach_t * active, tf.int64)[None]), [reach_t, active])
-            best = best[:, :active]  # `best` has reach_t rows
-            if resets:
-                shift, *extra = extra
-                newest = best[-1]
-                offset = tf.where(tf.abs(newest) > _RESET, newest, 0.0)
-                older = tf.range(reach_t)[:, None] < reach_t - 1
-                shift = tf.where(older, shift[:, :active] + offset, 0.0)
-                best = tf.concat([best[:-1], (newest - offset)[None, :]], axis=0)
-                totals = block + best - shift
-            else:
-                totals = block + best
-            winner = tf.argmax(totals, axis=0, output_type=tf.int32)
-            top = tf.reduce_max(totals, axis=0)
-            if gaps:
-                others = totals + tf.one_hot(winner, reach_t, on_value=-np.inf, off_value=0.0, axis=0, dtype=dtype)
-                extra = [extra[0].write(t - 1, top - tf.reduce_max(others, axis=0))]
-            if resets:
-                extra = [tf.concat([shift[leaving:], tf.zeros([1, active], dtype)], axis=0)] + extra
-            best = tf.concat([best[leaving:], top[None, :]], axis=0)
-            return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *extra)
+            extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype),) if gaps else ())
+            _, _, winners, tops, *extra = tf.while_loop(
+                lambda t, *_: t <= longest,
+                step,
+                (1, start, array(tf.int32), array(dtype)) + extra,
+                shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None)
+                + ((tf.TensorShape([None, None]),) if resets else ())
+                + ((None,) if gaps else ()),
+            )
+            # Per record: the winner, and with `gaps` the best score and the lead over the runner-up.
+            return (by_record(winners, tf.int32),) + ((by_record(tops, dtype), by_record(extra[-1], dtype)) if gaps else ())
 
         def array(dtype):
             return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
 
-        start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
-        extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype),) if gaps else ())
-        _, _, winners, tops, *leads = tf.while_loop(
-            lambda t, *_: t <= longest,
-            step,
-            (1, start, array(tf.int32), array(dtype)) + extra,
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None)
-            + ((tf.TensorShape([None, None]),) if resets else ())
-            + ((None,) if gaps else ()),
-        )
-        if resets:
-            leads = leads[1:]
-
         def by_record(records, dtype):
             return tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype))
 
-        winners = by_record(winners, tf.int32)
+        start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
+        if dtype == tf.float32:
+            farthest = tf.cast(longest, tf.float32) * self._max_score_magnitude + tf.reduce_max(tf.abs(tf.concat([[0.0], start[0]], axis=0)))
+            winners, *records = tf.cond(farthest * (1 + 1e-5) + 1 > _RESET, lambda: run(True), lambda: run(False))
+        else:
+            winners, *records = run(False)
 
         # Walk back from the end of each row, all rows at once, one position per step: `end` holds,
         # per row by rank, the step of the last character of the next piece to take.
@@ -819,8 +823,8 @@ class Viterbi(tf.Module):
             "piece": tf.gather(pieces, end_base - end_lengths * end_stride),
         }
         if gaps:
-            paths["total"] = tf.gather(by_record(tops, dtype), tf.gather(record, splits[1:] - 1))
-            paths["gap"] = tf.gather(by_record(leads[0], dtype), tf.gather(record, ends))
+            paths["total"] = tf.gather(records[0], tf.gather(record, splits[1:] - 1))
+            paths["gap"] = tf.gather(records[1], tf.gather(record, ends))
         return paths
 
 
