@@ -543,6 +543,7 @@ class Viterbi(tf.Module):
         self._max_score_magnitude = float(np.max(np.abs(path_scores))) if len(path_scores) else 0.0
         # No score on a path in SentencePiece exceeds this in magnitude (past _RESET, it restarts).
         self._largest_score = (_RESET + self._max_score_magnitude) * (1 + 1e-6) + 1
+        self._half_ulp = float(np.spacing(np.float32(self._largest_score))) / 2  # of any single-precision sum
         with tf.init_scope():
             self._scores = {
                 dtype: tf.constant(path_scores, dtype, shape=[len(path_scores)]) for dtype in (tf.float32, tf.float64)
@@ -637,12 +638,15 @@ class Viterbi(tf.Module):
         lines = tf.unique(tf.gather(word_lines, suspects))[0]
         spans = tf.ragged.range(tf.gather(line_word_splits, lines), tf.gather(line_word_splits, lines + 1))
         in_lines = spans.flat_values  # sorted: the occurrences of those lines, in order
-        before = tf.cumsum(tf.gather(total, tf.gather(occurrence, in_lines)), exclusive=True)
+        # The exact score of the line before each word, and its characters: SentencePiece's sum
+        # is off by at most half an ulp per piece (at most one per character).
+        occurrences = tf.gather(occurrence, in_lines)
+        before = tf.cumsum(tf.stack([tf.gather(total, occurrences), tf.cast(tf.gather(length, occurrences), tf.float64)], axis=1), axis=0, exclusive=True)
         before -= tf.gather(before, tf.gather(spans.row_splits, ops.row_ids(spans.row_splits, tf.size(in_lines))))
-        before = tf.gather(before, tf.searchsorted(in_lines, suspects))
+        before_score, before_chars = tf.unstack(tf.gather(before, tf.searchsorted(in_lines, suspects)), axis=1)
         words = tf.gather(occurrence, suspects)
         word_length = tf.cast(tf.gather(length, words), tf.float64)
-        magnitude = tf.abs(before) * (1 + 1e-6) + word_length * self._max_score_magnitude + 1
+        magnitude = tf.abs(before_score) * (1 + 1e-6) + before_chars * self._half_ulp + word_length * self._max_score_magnitude + 1
         fragile = ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(tf.minimum(magnitude, self._largest_score))))
         return tf.gather(suspects, fragile), tf.gather(magnitude, fragile) > _RESET
 
