@@ -594,7 +594,7 @@ class Viterbi(tf.Module):
         length = distinct_splits[1:] - distinct_splits[:-1]
         line_chars = tf.math.segment_sum(tf.gather(length, occurrence), word_lines)
         longest_line = tf.cast(tf.reduce_max(tf.concat([[0], line_chars], axis=0)), tf.float64)
-        magnitude = tf.minimum(longest_line * self._max_score_magnitude * (1 + 1e-6) + 1, self._largest_score)
+        magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
         fragile, after_reset = tf.cond(
@@ -785,7 +785,8 @@ class Viterbi(tf.Module):
 
         start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
         if dtype == tf.float32:
-            farthest = tf.cast(longest, tf.float32) * self._max_score_magnitude + tf.reduce_max(tf.abs(tf.concat([[0.0], start[0]], axis=0)))
+            # Each sum can round up to half an ulp further.
+            farthest = tf.cast(longest, tf.float32) * (self._max_score_magnitude + self._half_ulp) + tf.reduce_max(tf.abs(tf.concat([[0.0], start[0]], axis=0)))
             winners, *records = tf.cond(farthest * (1 + 1e-5) + 1 > _RESET, lambda: run(True), lambda: run(False))
         else:
             winners, *records = run(False)
