@@ -120,3 +120,18 @@ def test_keys_by_where_they_end_in_a_triangular_layout():
     cells = (tf.constant([1, 3, 6], tf.int64), tf.ones([3], tf.int64), 6)
     table = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 3, cells)
     assert table.numpy().tolist() == [1, 2, 4, 3, low, 5]
+
+
+def test_keys_longer_than_a_chunk_of_walk_steps():
+    # The walk takes its steps in chunks (of 4) and stops once no walk is alive: keys ending in the
+    # second and third chunks are found, and a text whose walks die at once finds only its own.
+    trie = Trie(["a", "abcdef", "abcdefghij", "cdefgh"], [1, 2, 3, 4])
+    expected = np.full((10, 10), -1)
+    expected[10 - 1, 0] = 1  # "a" ends at 0
+    expected[10 - 6, 5] = 2  # "abcdef" ends at 5
+    expected[10 - 6, 7] = 4  # "cdefgh" ends at 7
+    expected[10 - 10, 9] = 3  # "abcdefghij" ends at 9
+    assert by_end(trie, "abcdefghij", [10] * 10, 10).numpy().tolist() == expected.tolist()
+    expected = np.full((10, 3), -1)
+    expected[10 - 1, 0] = 1
+    assert by_end(trie, "abx", [3, 3, 3], 10).numpy().tolist() == expected.tolist()

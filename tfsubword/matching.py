@@ -22,6 +22,8 @@ from tfsubword import graph_ops as ops
 _CODE_POINTS = 0x110000
 # Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
 _NO_CHARACTER = np.int64(-(2**62))
+# `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
+_CHUNK = 4
 
 
 class Trie(tf.Module):
@@ -127,17 +129,37 @@ class Trie(tf.Module):
         word_start = tf.concat([[True], limits[1:] != limits[:-1]], axis=0)[:size]
         following = tf.concat([tf.where(word_start, _NO_CHARACTER, chars), [_NO_CHARACTER]], axis=0)
         live = ops.indices_where(first >= 0)
-        position, node = live + 1, tf.gather(first, live)
-        # Step k reads the k-th character of every live walk, at `position`.
-        for k in range(2, width + 1):
-            child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
-            value = tf.gather(self._node_values, child + 1)
-            accepted = ops.indices_where(value >= 0)
-            ends = tf.gather(position, accepted)
-            found.append(tf.gather(base, ends) - k * tf.gather(stride, ends))
-            values.append(tf.gather(value, accepted))
-            live = ops.indices_where(child >= 0)
-            position, node = tf.gather(position, live) + 1, tf.gather(child, live)
+        # Each key found at step k is kept as (its end position) * (width + 1) + k.
+        scale = tf.constant(width + 1, tf.int64)
+
+        # Step k reads the k-th character of every live walk, at `position`. Steps come in chunks;
+        # the next chunk runs only if some walk is still alive, which on short texts skips most
+        # of the (unrolled) steps.
+        def steps(first_step, position, node):
+            keys, key_values = [], []
+            for k in range(first_step, min(first_step + _CHUNK, width + 1)):
+                child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
+                value = tf.gather(self._node_values, child + 1)
+                accepted = ops.indices_where(value >= 0)
+                keys.append(tf.gather(position, accepted) * scale + k)
+                key_values.append(tf.gather(value, accepted))
+                live = ops.indices_where(child >= 0)
+                position, node = tf.gather(position, live) + 1, tf.gather(child, live)
+            if first_step + _CHUNK <= width:
+                more = tf.cond(
+                    tf.size(position) > 0,
+                    lambda: steps(first_step + _CHUNK, position, node),
+                    lambda: (tf.zeros([0], tf.int64), tf.zeros([0], tf.int32)),
+                )
+                keys.append(more[0])
+                key_values.append(more[1])
+            return tf.concat(keys, axis=0), tf.concat(key_values, axis=0)
+
+        if width >= 2:
+            keys, key_values = steps(2, live + 1, tf.gather(first, live))
+            ends, lengths = keys // scale, keys % scale
+            found.append(tf.gather(base, ends) - lengths * tf.gather(stride, ends))
+            values.append(key_values)
         found, values = tf.concat(found, axis=0), tf.concat(values, axis=0)
         # Each cell holds one key at most, so a sum places the values (plus one: 0 is "no key").
         # Measured: one integer table and a gather beat a second segment op on the weights.
