@@ -710,7 +710,9 @@ class Viterbi(tf.Module):
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
         longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
         sorted_lengths = tf.gather(row_lengths, order)
-        active_per_step = tf.reduce_sum(tf.cast(sorted_lengths[None, :] >= tf.range(1, longest + 1)[:, None], tf.int32), axis=1)
+        # The rows at least t long, for t = 1 .. longest.
+        rows_of_length = tf.math.bincount(row_lengths, minlength=longest + 1, maxlength=longest + 1)
+        active_per_step = tf.cumsum(rows_of_length, reverse=True)[1:]
         # Step t (position t - 1 of each row long enough) handles the records step_offsets[t - 1] +
         # the row's rank by length, so each step reads and writes slices.
         step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
