@@ -748,7 +748,7 @@ class Viterbi(tf.Module):
         # `shift`, one per row of `best` (the subtraction is exact: see `Viterbi`). That costs a
         # few ops per step, so a loop without it runs when no row can get that far.
         def run(resets):
-            def step(t, best, winners, tops, *extra):
+            def step(t, best, winners, *extra):
                 reach_t, active, leaving = tf.unstack(plan[t - 1], num=3)
                 block = tf.reshape(tf.slice(piece_scores, block_starts[t - 1 : t], tf.cast(reach_t * active, tf.int64)[None]), [reach_t, active])
                 best = best[:, :active]  # `best` has reach_t rows
@@ -766,23 +766,23 @@ class Viterbi(tf.Module):
                 top = tf.reduce_max(totals, axis=0)
                 if gaps:
                     others = totals + tf.one_hot(winner, reach_t, on_value=-np.inf, off_value=0.0, axis=0, dtype=dtype)
-                    extra = [extra[0].write(t - 1, top - tf.reduce_max(others, axis=0))]
+                    extra = [extra[0].write(t - 1, top), extra[1].write(t - 1, top - tf.reduce_max(others, axis=0))]
                 if resets:
                     extra = [tf.concat([shift[leaving:], tf.zeros([1, active], dtype)], axis=0)] + extra
                 best = tf.concat([best[leaving:], top[None, :]], axis=0)
-                return (t + 1, best, winners.write(t - 1, reach_t - winner), tops.write(t - 1, top), *extra)
+                return (t + 1, best, winners.write(t - 1, reach_t - winner), *extra)
 
-            extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype),) if gaps else ())
-            _, _, winners, tops, *extra = tf.while_loop(
+            extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype), array(dtype)) if gaps else ())
+            _, _, winners, *extra = tf.while_loop(
                 lambda t, *_: t <= longest,
                 step,
-                (1, start, array(tf.int32), array(dtype)) + extra,
-                shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None, None)
+                (1, start, array(tf.int32)) + extra,
+                shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None)
                 + ((tf.TensorShape([None, None]),) if resets else ())
-                + ((None,) if gaps else ()),
+                + ((None, None) if gaps else ()),
             )
             # Per record: the winner, and with `gaps` the best score and the lead over the runner-up.
-            return (by_record(winners, tf.int32),) + ((by_record(tops, dtype), by_record(extra[-1], dtype)) if gaps else ())
+            return (by_record(winners, tf.int32),) + ((by_record(extra[-2], dtype), by_record(extra[-1], dtype)) if gaps else ())
 
         def array(dtype):
             return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
