@@ -1,12 +1,14 @@
 """Unigram encoding throughput: UnigramLayer against SentencePiece and tensorflow-text, same run.
 
-    python benchmarks/unigram.py [--rounds 5]
+    python benchmarks/unigram.py [--rounds 5] [--threads N]
 
 Models: the shared `sentencepiece-test-unigram-en-1000.model`, and a 7,000-piece unigram model that
 SentencePiece trains here on wikitext-2 test (default `nmt_nfkc`). Text: the non-empty lines of
 wikitext-2 valid, at batch 1024 and batch 1. Every system runs in this process, interleaved, round
 after round; the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio
 tfsubword / system (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
+`--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
+tensorflow-text's kernel splits a batch across threads, which the default runs use.
 
 Training: `train_unigram` and SentencePiece's unigram trainer (2 threads), both with identity
 normalization, each in its own subprocess, on wikitext-2 test at 7,000 pieces (SentencePiece refuses
@@ -128,10 +130,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--single", type=int, default=300, help="lines encoded one at a time")
+    parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     parser.add_argument("--train-one", choices=("tfsubword", "SentencePiece"), help=argparse.SUPPRESS)
     parser.add_argument("--skip-encoding", action="store_true")
     parser.add_argument("--skip-training", action="store_true")
     args = parser.parse_args()
+    if args.threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     if args.train_one:
         return train_one(args.train_one)
     if not args.skip_training:
@@ -140,7 +146,8 @@ def main():
         return
     lines = lines_of("wikitext2-valid.txt")
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
-    print(f"{len(lines)} lines, {megabytes:.2f} MB of wikitext-2 valid; {args.rounds} rounds, medians")
+    threads = f"{args.threads} TensorFlow thread(s)" if args.threads else "TensorFlow's default threads"
+    print(f"{len(lines)} lines, {megabytes:.2f} MB of wikitext-2 valid; {args.rounds} rounds, medians; {threads}")
     for model_name, model in models().items():
         found = systems(model)
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
