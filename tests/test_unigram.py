@@ -78,11 +78,42 @@ def differences(name, texts, batch=512):
     return different
 
 
+@functools.lru_cache(maxsize=None)
+def offsets_encoder(name):
+    """`UnigramLayer.tokenize_with_offsets` in a tf.function, giving (id, begin, end) per piece."""
+    layer = UnigramLayer(model_bytes(name))
+    encode = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def spans(texts):
+        ids, starts, ends = (ragged.to_list() for ragged in encode(tf.constant(texts)))
+        return [list(zip(*row)) for row in zip(ids, starts, ends)]
+
+    return spans
+
+
+def reference_spans(name, texts):
+    """SentencePiece's (id, begin, end) of each piece (bytes offsets into the UTF-8 text)."""
+    reference = encoders(name)[1]
+    return [[(piece.id, piece.begin, piece.end) for piece in text.pieces] for text in reference.encode(texts, return_type="proto")]
+
+
+def offset_differences(name, texts, batch=512):
+    different = []
+    for start in range(0, len(texts), batch):
+        chunk = texts[start : start + batch]
+        got, expected = offsets_encoder(name)(chunk), reference_spans(name, chunk)
+        different += [(text, g, e) for text, g, e in zip(chunk, got, expected) if g != e]
+    return different
+
+
 @pytest.mark.parametrize("model", ["shared"] + list(TRAINED))
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
-def test_identical_ids_to_sentencepiece_on_every_line(model, path):
+@pytest.mark.parametrize("compare", [differences, offset_differences], ids=["ids", "offsets"])
+def test_identical_to_sentencepiece_on_every_line(model, path, compare):
+    """The ids of `UnigramLayer`, and those of `tokenize_with_offsets` with each piece's begin and end
+    byte offsets, against SentencePiece's."""
     lines = nonempty_lines(path)
-    different = differences(model, lines)
+    different = compare(model, lines)
     assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
 
 
@@ -119,6 +150,8 @@ _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 def test_random_text_matches_sentencepiece(model, texts):
     different = differences(model, texts)
     assert not different, different[0]
+    different = offset_differences(model, texts)
+    assert not different, different[0]
 
 
 @hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
@@ -128,6 +161,7 @@ def test_random_bytes_match_sentencepiece(data):
     encode, reference = encoders("shared")
     got = encode(tf.constant(data)).to_list()
     assert got == [reference.encode(text) for text in data]
+    assert offsets_encoder("shared")(data) == reference_spans("shared", data)
 
 
 def test_ascii_whitespace_other_than_space_is_text_under_identity_rules():
@@ -223,9 +257,33 @@ def test_long_line_and_empty_strings():
     assert encode(tf.constant([line, "", "   "])).to_list() == [reference.encode(line), [], []]
 
 
-def test_offsets_are_a_clear_error_not_a_wrong_answer():
-    with pytest.raises(NotImplementedError, match="UnigramLayer does not give offsets yet"):
-        UnigramLayer(model_bytes("shared")).tokenize_with_offsets("Hello world")
+def test_offsets_by_hand():
+    vocab = [("<unk>", 0.0), ("\u2581the", -1.0), ("\u2581", -2.0), ("t", -3.0), ("h", -3.0), ("e", -3.0)]
+    layer = UnigramLayer(vocab, normalization="nmt_nfkc")
+    # "  the  h\u00e9t  " normalizes to "▁the▁h\u00e9t" (the accented e is two bytes, unknown here).
+    # The dummy prefix comes from the first character after the leading spaces (byte 2), so "▁the"
+    # is bytes 2-5; the "▁" of the next word is the first of the two spaces (byte 5); "h" is byte 7,
+    # the unknown "\u00e9" bytes 8-10, "t" ends where the trailing spaces start (byte 11).
+    ids, starts, ends = layer.tokenize_with_offsets("  the  h\u00e9t  ")
+    assert ids.numpy().tolist() == [1, 2, 4, 0, 3]
+    assert list(zip(starts.numpy().tolist(), ends.numpy().tolist())) == [(2, 5), (5, 7), (7, 8), (8, 10), (10, 11)]
+    # A rule's output comes from the start of its source: the full-width "ｔ" (3 bytes) becomes "t".
+    # Consecutive unknown characters are one piece, from the first's start to the last's end.
+    ids, starts, ends = layer.tokenize_with_offsets(["\uff54he", "txy\u00e9t"])
+    assert ids.to_list() == [[1], [2, 3, 0, 3]]
+    assert starts.to_list() == [[0], [0, 0, 1, 5]] and ends.to_list() == [[5], [0, 1, 5, 6]]
+
+
+def test_offsets_follow_the_output_shape():
+    layer = UnigramLayer(model_bytes("shared"), sequence_length=4)
+    ids, starts, ends = layer.tokenize_with_offsets(tf.constant([["Hello world"], ["a"]]))
+    assert ids.shape == starts.shape == ends.shape == (2, 4)
+    expected = reference_spans("shared", ["Hello world", "a"])
+    for row, spans in enumerate(expected):
+        padded = (spans + [(0, 0, 0)] * 4)[:4]
+        assert list(zip(ids.numpy()[row], starts.numpy()[row], ends.numpy()[row])) == padded
+    ids, starts, ends = UnigramLayer(model_bytes("shared")).tokenize_with_offsets("Hello world")
+    assert list(zip(ids.numpy(), starts.numpy(), ends.numpy())) == reference_spans("shared", ["Hello world"])[0]
 
 
 def test_bad_models_raise_value_error(tmp_path):
@@ -395,6 +453,10 @@ def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, fille
         expected = reference.encode(texts)
         # In a graph: eagerly, the position-by-position loop over lines of 12,000 characters takes minutes.
         assert tf.function(layer)(tf.constant(texts)).to_list() == expected
+        # The same words are redone, or the same lines, on the way to offsets.
+        ids, starts, ends = (r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts)))
+        spans = [[(p.id, p.begin, p.end) for p in text.pieces] for text in reference.encode(texts, return_type="proto")]
+        assert [list(zip(*row)) for row in zip(ids, starts, ends)] == spans
         for (before, word), ids in zip(words, expected):
             in_line = ids[before:]
             in_line = in_line[: in_line.index(1)] if 1 in in_line else in_line

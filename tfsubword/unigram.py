@@ -114,26 +114,54 @@ class SentencePieceNormalizer(tf.Module):
 
         return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
 
-    def normalize(self, strings):
-        """`[n]` strings -> (code points int32, row splits int64) of the normalized strings."""
+    def normalize(self, strings, offsets=False):
+        """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
+
+        With `offsets`, also where each normalized character comes from and where each text ends, as
+        SentencePiece's `norm_to_orig` has them (int64 byte offsets into `strings`): a character
+        comes from the start of the chunk (the rewriting step) that wrote it; the dummy prefix from
+        the first chunk that is not a lone space (0 if extra whitespace is kept); a text ends at its
+        last byte, or at the first of the trailing spaces that were removed.
+        """
         code_points, starts, splits = ops.decode_utf8_with_offsets(strings)
-        code_points, splits = tf.cond(
+        code_points, starts, splits = tf.cond(
             tf.reduce_any(code_points == _REPLACEMENT),
             lambda: _one_replacement_per_invalid_byte(strings, code_points, starts, splits),
-            lambda: (code_points, splits),
+            lambda: (code_points, starts, splits),
         )
-        values, value_splits, chunks, rewritten = self._rewrite(code_points, splits)
+        values, value_splits, chunks, rewritten, on_path = self._rewrite(code_points, splits)
         n = tf.size(splits, out_type=tf.int64) - 1
         rows = ops.row_ids(tf.gather(value_splits, splits), tf.size(values))
-        return self._whitespace(values, rows, n, chunks, rewritten, tf.strings.length(strings) > 0)
+        nonempty_input = tf.strings.length(strings) > 0
+        if not offsets:
+            return self._whitespace(values, rows, n, chunks, rewritten, nonempty_input)
+        chunk_starts = ops.indices_where(on_path)  # the input position of each chunk
+        sources = tf.gather(starts, tf.gather(chunk_starts, chunks))
+        prefix_sources = tf.zeros([n], tf.int64)
+        if self.spec.add_dummy_prefix and self.spec.remove_extra_whitespaces:
+            # SentencePiece skips the chunks whose output is one space before it adds the prefix.
+            size = tf.size(code_points, out_type=tf.int64)
+            first_value = tf.gather(value_splits, chunk_starts)
+            chunk_lengths = tf.gather(value_splits, tf.concat([chunk_starts[1:], [size]], axis=0)) - first_value
+            lone_space = (chunk_lengths == 1) & (tf.gather(tf.concat([values, [0]], axis=0), first_value) == _SPACE)
+            chunk_lines = tf.gather(ops.row_ids(splits, size), chunk_starts)
+            first = tf.math.unsorted_segment_min(tf.where(lone_space, size, chunk_starts), chunk_lines, n)
+            # Lines of lone spaces only normalize to nothing: their prefix goes too.
+            prefix_sources = tf.gather(tf.concat([starts, [0]], axis=0), tf.minimum(first, size))
+        spans = sources, prefix_sources, tf.cast(tf.strings.length(strings), tf.int64)
+        return self._whitespace(values, rows, n, chunks, rewritten, nonempty_input, spans)
 
-    def _whitespace(self, values, rows, n, chunks, rewritten, nonempty_input):
+    def _whitespace(self, values, rows, n, chunks, rewritten, nonempty_input, spans=None):
         """SentencePiece's whitespace rules over the rewritten text, in one compaction.
 
         With `remove_extra_whitespaces`, a space at the start of a chunk's output (before its first
         other character) goes when the text so far is empty or ends with a space, and spaces at the
         end of the text go (any U+2581, once escaped). `add_dummy_prefix` puts a space symbol first in
         every text that is not empty, unless nothing but spaces would follow it.
+
+        `spans`: (the byte offset each value comes from, that of each text's dummy prefix, and the
+        byte length of each text) to return also the offsets of the normalized values and where each
+        text ends (see `normalize`).
         """
         spec, space_symbol = self.spec, self.space
         size = tf.size(values)
@@ -146,31 +174,50 @@ class SentencePieceNormalizer(tf.Module):
             keep = ~(leading & after_space)
         if spec.escape_whitespaces:
             values = tf.where(values == _SPACE, _ESCAPED_SPACE, values)
+        if spans is not None:
+            sources, prefix_sources, line_ends = spans
         if spec.remove_extra_whitespaces:
             # Trailing spaces: kept characters with no kept non-space at or after them in their line.
             other = tf.cast(keep & (values != space_symbol), tf.int64)
             others_so_far = tf.cumsum(other)
             line_total = tf.math.segment_max(others_so_far, rows)
-            keep &= tf.gather(line_total, rows) - others_so_far + other > 0
+            trailing = keep & (tf.gather(line_total, rows) - others_so_far + other <= 0)
+            keep &= ~trailing
+            if spans is not None:
+                first_trailing = tf.math.unsorted_segment_min(tf.where(trailing, tf.range(size), size), rows, n)
+                line_ends = tf.where(
+                    first_trailing < size,
+                    tf.gather(tf.concat([sources, [0]], axis=0), tf.minimum(first_trailing, size)),
+                    line_ends,
+                )
         kept = ops.indices_where(keep)
         values, rows = tf.gather(values, kept), tf.gather(rows, kept)
         lengths = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, n)
+        if spans is not None:
+            sources = tf.gather(sources, kept)
         if not spec.add_dummy_prefix:
-            return values, tf.concat([[0], tf.cumsum(lengths)], axis=0)
+            splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
+            return (values, splits) if spans is None else (values, splits, sources, line_ends)
         prefixed = nonempty_input & (lengths > 0) if spec.remove_extra_whitespaces else nonempty_input
         added = tf.cast(prefixed, tf.int64)
         splits = tf.concat([[0], tf.cumsum(lengths + added)], axis=0)
         # Each kept value moves right by the prefixes of its own and earlier lines.
         moved = tf.range(tf.size(values, out_type=tf.int64)) + tf.gather(tf.cumsum(added), rows)
         out = tf.fill([splits[-1]], tf.constant(space_symbol, tf.int32))
-        return tf.tensor_scatter_nd_update(out, moved[:, None], values), splits
+        values = tf.tensor_scatter_nd_update(out, moved[:, None], values)
+        if spans is None:
+            return values, splits
+        prefixes = ops.indices_where(prefixed)
+        out_sources = tf.scatter_nd(tf.gather(splits, prefixes)[:, None], tf.gather(prefix_sources, prefixes), splits[-1:])
+        return values, splits, tf.tensor_scatter_nd_update(out_sources, moved[:, None], sources), line_ends
 
     def _rewrite(self, code_points, splits):
         """Apply the user-defined symbols and the character map: (values, splits per input character,
-        and the chunk - the rewriting step - each value comes from)."""
+        the chunk - the rewriting step - each value comes from, whether any rule applied, and where
+        chunks start in the input)."""
         size = tf.size(code_points)
         positions = tf.range(size)
-        unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions, tf.constant(False)
+        unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions, tf.constant(False), tf.ones([size], tf.bool)
         if self._rules is None and self._user_defined is None:
             return unchanged
         flags = tf.gather(self._flags, code_points)
@@ -228,7 +275,7 @@ class SentencePieceNormalizer(tf.Module):
         values, value_splits = ops.gather_rows(table_values, table_splits, row)
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
         chunks = tf.gather(chunk_of_position, ops.row_ids(value_splits, tf.size(values)))
-        return values, value_splits, chunks, tf.constant(True)
+        return values, value_splits, chunks, tf.constant(True), on_path
 
 
 def _ranges(sorted_values):
@@ -242,7 +289,8 @@ def _ranges(sorted_values):
 
 
 def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
-    """TensorFlow reads a truncated sequence as one U+FFFD; SentencePiece reads one per byte."""
+    """TensorFlow reads a truncated sequence as one U+FFFD; SentencePiece reads one per byte. Returns
+    the code points, the byte offset where each starts and the row splits."""
     size = tf.size(code_points, out_type=tf.int64)
     rows = ops.row_ids(splits, size)
     lengths = tf.cast(tf.strings.length(strings), tf.int64)
@@ -260,7 +308,9 @@ def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     invalid = tf.concat([suspects, false_three], axis=0)
     repeats = tf.tensor_scatter_nd_update(tf.ones([size], tf.int64), invalid[:, None], tf.gather(byte_lengths, invalid))
     expanded_splits = tf.concat([[0], tf.cumsum(repeats)], axis=0)
-    return tf.repeat(code_points, repeats), tf.gather(expanded_splits, splits)
+    # The k-th replacement of an invalid sequence starts at its k-th byte.
+    expanded_starts = tf.repeat(starts - expanded_splits[:-1], repeats) + tf.range(expanded_splits[-1])
+    return tf.repeat(code_points, repeats), expanded_starts, tf.gather(expanded_splits, splits)
 
 
 def _leading_in_chunk(space, chunks):
@@ -456,6 +506,11 @@ class UnigramLayer(TokenizerLayer):
         self._viterbi = Viterbi(trie, path_scores, self._unknown_id, self._max_piece_chars, ord(space) if by_words else None)
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
+        # The normalized characters each piece covers; the unknown piece covers one, before merging.
+        piece_chars = np.array([len(piece) for piece in pieces], np.int64)
+        piece_chars[self._unknown_id] = 1
+        with tf.init_scope():
+            self._piece_chars = tf.constant(piece_chars)
 
     # Encoding.
 
@@ -469,6 +524,29 @@ class UnigramLayer(TokenizerLayer):
         else:
             ids, id_splits = self._viterbi(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
+
+    def _tokenize_strings_with_offsets(self, strings):
+        # Every text goes through the whole normalizer, which tells where each character comes from;
+        # a piece spans from the source of its first character to that of the character after it
+        # (or the end of its text), as SentencePiece's begin and end.
+        values, splits, sources, line_ends = self._normalizer.normalize(strings, offsets=True)
+        ids, id_splits = self._viterbi(values, splits, merge=False)
+        # The pieces of each text cover it in order, so their ends are a running sum over all texts.
+        ends = tf.cumsum(tf.gather(self._piece_chars, ids))
+        starts = tf.gather(tf.concat([sources, [0]], axis=0), ends - tf.gather(self._piece_chars, ids))
+        lines = ops.row_ids(id_splits, tf.size(ids))
+        ends = tf.where(
+            ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(tf.concat([sources, [0]], axis=0), ends)
+        )
+        # Consecutive unknown pieces become one, from the start of the first to the end of the last.
+        kept = _first_of_unknown_runs(ids, lines, self._unknown_id)
+        run = tf.cumsum(tf.scatter_nd(kept[:, None], tf.ones_like(kept), tf.shape(ids, out_type=tf.int64))) - 1
+        ends = tf.math.unsorted_segment_max(ends, run, tf.size(kept))
+        id_splits = ops.splits_from_row_ids(tf.gather(lines, kept), tf.size(id_splits, out_type=tf.int64) - 1)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values, id_splits, validate=False)
+            for values in (tf.gather(ids, kept), tf.gather(starts, kept), ends)
+        )
 
     def _detokenize_tokens(self, tokens):
         """Pieces -> text as SentencePiece decodes it: control pieces vanish, `▁` becomes a space, the
@@ -554,16 +632,19 @@ class Viterbi(tf.Module):
                 dtype: tf.constant(path_scores, dtype, shape=[len(path_scores)]) for dtype in (tf.float32, tf.float64)
             }
 
-    def __call__(self, code_points, splits):
-        """Normalized texts (code points, row splits) -> (ids int32, row splits int64)."""
+    def __call__(self, code_points, splits, merge=True):
+        """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
+        `merge`, each unknown character stays an unknown piece of its own."""
         if self._space is None:
-            ids, id_splits = self._exact(code_points, splits)
+            ids, id_splits = self._exact(code_points, splits, merge)
         else:
             starts, word_splits = _word_starts(code_points, splits, self._space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, tf.concat([starts, ends[-1:]], axis=0), validate=False), "UTF-8")
             word_lines = ops.row_ids(word_splits, tf.size(words))
-            ids, id_splits = self._by_words(words, word_splits, word_lines, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="")
+            ids, id_splits = self._by_words(
+                words, word_splits, word_lines, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="", merge=merge
+            )
         return ids, id_splits
 
     def segment_words(self, words, word_splits, word_lines, normalize_lines):
@@ -573,12 +654,12 @@ class Viterbi(tf.Module):
         them whole where rounding could matter."""
         return self._by_words(words, word_splits, word_lines, normalize_lines, prefix=chr(self._space))
 
-    def _exact(self, code_points, splits):
+    def _exact(self, code_points, splits, merge=True):
         paths = self._best_paths(code_points, splits, tf.float32)
         ids_splits = ops.splits_from_row_ids(paths["rows"], tf.size(splits, out_type=tf.int64) - 1)
-        return _merge_unknowns(paths["piece"], ids_splits, self._unknown_id)
+        return _merge_unknowns(paths["piece"], ids_splits, self._unknown_id) if merge else (paths["piece"], ids_splits)
 
-    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix):
+    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True):
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
@@ -591,7 +672,7 @@ class Viterbi(tf.Module):
         total = paths["total"]
         # Unknown pieces are merged within words here; across words below, only if a word starts with one.
         raw = paths["piece"], ops.splits_from_row_ids(path_words, n_distinct)
-        pieces, piece_splits = _merge_unknowns(*raw, self._unknown_id)
+        pieces, piece_splits = _merge_unknowns(*raw, self._unknown_id) if merge else raw
 
         # Is each occurrence's decision safe from single-precision rounding at its place in its line?
         # First for all lines at once: no score on a line's paths exceeds its characters times the
@@ -618,7 +699,7 @@ class Viterbi(tf.Module):
         values, occurrence_splits = tf.cond(
             tf.size(lone) > 0,
             lambda: self._redo_words(
-                lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits)
+                lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
             ),
             lambda: (values, occurrence_splits),
         )
@@ -627,9 +708,11 @@ class Viterbi(tf.Module):
         fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(whole))
         values, line_splits = tf.cond(
             tf.size(fragile_lines) > 0,
-            lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines),
+            lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
             lambda: (values, line_splits),
         )
+        if not merge:
+            return values, line_splits
         return tf.cond(
             starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
         )
@@ -661,7 +744,7 @@ class Viterbi(tf.Module):
         23), read off the exponent bits."""
         return tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64) * 2.0**-23
 
-    def _redo_words(self, lone, occurrence, word_lines, line_word_splits, raw, segmented, distinct):
+    def _redo_words(self, lone, occurrence, word_lines, line_word_splits, raw, segmented, distinct, merge=True):
         """Segment the word occurrences `lone` again, each the only fragile word of its line, exactly:
         in single precision from the score of its line's path before it, summed in single precision
         in order as SentencePiece's Viterbi sums it (the words before it are safe, so that path is
@@ -679,16 +762,18 @@ class Viterbi(tf.Module):
         offsets = tf.cumsum(tf.concat([tf.zeros([k, 1]), padded], axis=1), axis=1)[:, -1]
         words = tf.gather(occurrence, lone)
         paths = self._best_paths(*ops.gather_rows(*distinct, words), tf.float32, offsets=offsets)
-        redone, redone_splits = _merge_unknowns(paths["piece"], ops.splits_from_row_ids(paths["rows"], k), self._unknown_id)
+        redone, redone_splits = paths["piece"], ops.splits_from_row_ids(paths["rows"], k)
+        if merge:
+            redone, redone_splits = _merge_unknowns(redone, redone_splits, self._unknown_id)
         table = tf.concat([pieces, redone], axis=0)
         table_splits = tf.concat([piece_splits, piece_splits[-1] + redone_splits[1:]], axis=0)
         rows = tf.tensor_scatter_nd_update(occurrence, lone[:, None], n_distinct + tf.range(k))
         return ops.gather_rows(table, table_splits, rows)
 
-    def _redo_lines(self, values, line_splits, line_values, line_value_splits, lines):
+    def _redo_lines(self, values, line_splits, line_values, line_value_splits, lines, merge=True):
         """Segment `lines` (given normalized) whole, exactly, and put them in place of their
         word-by-word segmentation."""
-        exact, exact_splits = self._exact(line_values, line_value_splits)
+        exact, exact_splits = self._exact(line_values, line_value_splits, merge)
         n = tf.size(line_splits, out_type=tf.int64) - 1
         redone = tf.scatter_nd(lines[:, None], tf.range(1, tf.size(lines, out_type=tf.int64) + 1), [n]) - 1
         table = tf.concat([values, exact], axis=0)
@@ -878,9 +963,15 @@ def _word_starts(code_points, splits, space):
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
     rows = ops.row_ids(splits, tf.size(ids))
-    previous_unknown = tf.concat([[False], (ids[:-1] == unknown_id) & (rows[:-1] == rows[1:])], axis=0)
-    kept = ops.indices_where(~((ids == unknown_id) & previous_unknown))
+    kept = _first_of_unknown_runs(ids, rows, unknown_id)
     return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
+
+
+def _first_of_unknown_runs(ids, rows, unknown_id):
+    """The positions (int64) of the pieces that stay when consecutive unknown pieces of a row
+    (`rows`: the row of each piece) become one: all but the unknown pieces after another."""
+    previous_unknown = tf.concat([[False], (ids[:-1] == unknown_id) & (rows[:-1] == rows[1:])], axis=0)
+    return ops.indices_where(~((ids == unknown_id) & previous_unknown))
 
 
 def _looks_like_text(data):
