@@ -30,6 +30,8 @@ TRAINED = {
     "japanese": ("wagahaiwa_nekodearu.txt", dict(vocab_size=4000, character_coverage=0.9995)),
     "symbols_keep_spaces": ("botchan.txt", dict(vocab_size=1500, user_defined_symbols=["<sep>", "Botchan", "ab"],
                                                 control_symbols=["<cls>"], remove_extra_whitespaces=False)),
+    "byte_fallback": ("botchan.txt+wagahaiwa_nekodearu.txt", dict(vocab_size=1500, character_coverage=0.98,
+                                                                  byte_fallback=True)),
 }
 
 
@@ -128,6 +130,10 @@ def test_trained_models_exercise_what_they_claim():
     assert not model.normalizer.remove_extra_whitespaces
     assert not spm_model.load(model_bytes("nfkc_no_dummy_prefix")).normalizer.add_dummy_prefix
     assert spm_model.load(model_bytes("identity")).normalizer.name == "identity"
+    # nmt_nfkc rewrites the character U+FFFD (to a space), not the U+FFFD of an invalid byte.
+    assert spm_model.load(model_bytes("nmt_nfkc")).normalizer.charsmap["\ufffd"] == " "
+    byte_pieces = encoders("byte_fallback")[1].encode(lines, out_type=str)
+    assert any(piece.startswith("<0x") for pieces in byte_pieces for piece in pieces)
 
 
 # Random text: every kind of whitespace, combining marks, compatibility characters (the NFKC rules),
@@ -144,7 +150,7 @@ _ALPHABET = st.one_of(
 _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 
 
-@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "nfkc_no_dummy_prefix"])
+@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "nfkc_no_dummy_prefix", "byte_fallback"])
 @hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
 @hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
 def test_random_text_matches_sentencepiece(model, texts):
@@ -154,14 +160,19 @@ def test_random_text_matches_sentencepiece(model, texts):
     assert not different, different[0]
 
 
+_BYTES = st.lists(st.one_of(st.binary(max_size=3), st.sampled_from([b"\xef\xbf\xbd", b" ", b"ab", b"\xe2\x82"])), max_size=10)
+
+
+@pytest.mark.parametrize("model", ["shared", "nmt_nfkc", "byte_fallback"])
 @hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
-@hypothesis.given(data=st.lists(st.binary(max_size=24), min_size=1, max_size=16))
-def test_random_bytes_match_sentencepiece(data):
-    """Invalid UTF-8: SentencePiece reads one U+FFFD per invalid byte."""
-    encode, reference = encoders("shared")
+@hypothesis.given(data=st.lists(st.one_of(st.binary(max_size=24), _BYTES.map(b"".join)), min_size=1, max_size=16))
+def test_random_bytes_match_sentencepiece(model, data):
+    """Invalid UTF-8: SentencePiece reads one U+FFFD per invalid byte, which no rule rewrites (the
+    character U+FFFD itself becomes a space under nmt_nfkc)."""
+    encode, reference = encoders(model)
     got = encode(tf.constant(data)).to_list()
     assert got == [reference.encode(text) for text in data]
-    assert offsets_encoder("shared")(data) == reference_spans("shared", data)
+    assert offsets_encoder(model)(data) == reference_spans(model, data)
 
 
 def test_ascii_whitespace_other_than_space_is_text_under_identity_rules():
@@ -179,6 +190,11 @@ def test_invalid_utf8_by_hand():
     # A truncated three-byte sequence is two invalid bytes: two U+FFFD, which form one unknown piece.
     for text in [b"a\xe2\x82b", b"\xff", b"\xf0\x9f\x98a", b"\xed\xa0\x80", b"\xef\xbf\xbd"]:
         assert encode(tf.constant([text])).to_list()[0] == reference.encode(text)
+    # Under nmt_nfkc the character U+FFFD is a space, and an invalid byte stays U+FFFD (unknown here).
+    encode, reference = encoders("nmt_nfkc")
+    pieces = [[reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list()]
+    assert pieces[0][:2] == ["\u2581", "<unk>"] and "".join(pieces[1]) == "\u2581ab"
+    assert encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list() == reference.encode([b"\xffab", b"\xef\xbf\xbdab"])
 
 
 def test_worked_example_by_hand():
@@ -231,13 +247,49 @@ def test_serialized_model_loads_in_sentencepiece():
         assert layer(text).numpy().tolist() == reference.encode(text)
 
 
-def test_detokenize_matches_sentencepiece_decode():
-    encode, reference = encoders("shared")
-    layer = UnigramLayer(model_bytes("shared"))
+@pytest.mark.parametrize("model", ["shared", "nfkc_no_dummy_prefix", "symbols_keep_spaces"])
+def test_detokenize_matches_sentencepiece_decode(model):
+    """Encoded lines, and random ids (control and unknown pieces, lone "▁" pieces first and so on)."""
+    encode, reference = encoders(model)
+    layer = UnigramLayer(model_bytes(model))
     lines = nonempty_lines(shared_file("wikitext2-test.txt"))[:300] + ["Ünïcödé ☃ text", "a  b"]
-    ids = layer(lines)
-    decoded = [t.decode("utf-8") for t in layer.detokenize(ids).numpy().tolist()]
-    assert decoded == [reference.decode(row) for row in ids.to_list()]
+    rng = random.Random(3)
+    space = reference.piece_to_id("\u2581")
+    rows = [[rng.choice([space, 0, 1, 2, rng.randrange(reference.get_piece_size())]) for _ in range(rng.randint(0, 6))] for _ in range(300)]
+    rows += layer(lines).to_list()
+    decoded = [t.decode("utf-8") for t in layer.detokenize(tf.ragged.constant(rows, dtype=tf.int32)).numpy().tolist()]
+    assert decoded == [reference.decode(row) for row in rows]
+
+
+def test_byte_fallback_by_hand():
+    # "é" (U+00E9, UTF-8 C3 A9) has no piece: with byte fallback it is the pieces <0xC3> <0xA9>
+    # instead of <unk>, the first empty at its start, the second spanning its two bytes; two unknown
+    # characters in a row are not merged. Decoding gives the bytes back, and an invalid byte
+    # sequence decodes to one U+FFFD per byte.
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581", -1.0, spm_model.NORMAL), ("a", -1.0, spm_model.NORMAL)]
+    pieces += [(f"<0x{b:02X}>", 0.0, spm_model.BYTE) for b in range(256)]
+    data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"), byte_fallback=True)
+    byte = {b: 3 + b for b in range(256)}
+    layer = UnigramLayer(data)
+    assert layer(["a\u00e9", "\u00e9\u00e9"]).to_list() == [[1, 2, byte[0xC3], byte[0xA9]], [1] + [byte[0xC3], byte[0xA9]] * 2]
+    ids, starts, ends = layer.tokenize_with_offsets("a\u00e9")
+    assert list(zip(starts.numpy().tolist(), ends.numpy().tolist())) == [(0, 0), (0, 1), (1, 1), (1, 3)]
+    assert layer.detokenize(tf.ragged.constant([[1, 2, byte[0xC3], byte[0xA9]], [2, byte[0xC3], 2]])).numpy().tolist() == ["a\u00e9".encode(), "a\ufffda".encode()]
+    reference = spm_module().SentencePieceProcessor(model_proto=data)
+    assert reference.encode(["a\u00e9", "\u00e9\u00e9"]) == layer(["a\u00e9", "\u00e9\u00e9"]).to_list()
+    assert reference.decode([2, byte[0xC3], 2]) == "a\ufffda"
+
+
+def test_detokenize_byte_pieces_matches_sentencepiece_decode():
+    """Random runs of byte pieces (most of them invalid UTF-8) between ordinary pieces."""
+    layer = UnigramLayer(model_bytes("byte_fallback"))
+    reference = encoders("byte_fallback")[1]
+    bytes_ids = [reference.piece_to_id(f"<0x{b:02X}>") for b in range(256)]
+    rng = random.Random(5)
+    rows = [[rng.choice(bytes_ids if rng.random() < 0.6 else range(260, 1500)) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    rows += reference.encode(nonempty_lines(shared_file("wagahaiwa_nekodearu.txt"))[:100])
+    decoded = [text.decode("utf-8") for text in layer.detokenize(tf.ragged.constant(rows, dtype=tf.int32)).numpy().tolist()]
+    assert decoded == [reference.decode(row) for row in rows]
 
 
 def test_shapes_padding_and_string_output():
@@ -314,6 +366,17 @@ def test_bad_models_raise_value_error(tmp_path):
         UnigramLayer([("<unk>", 0.0), ("a", -1.0), ("a", -2.0)])
     with pytest.raises(ValueError, match="not a file"):
         UnigramLayer(str(tmp_path / "missing.model"))
+    # SentencePiece refuses pieces of 8,000 UTF-8 bytes or more, and pieces with a NUL character.
+    with pytest.raises(ValueError, match="8000 UTF-8 bytes; pieces must have fewer than 8000"):
+        UnigramLayer([("<unk>", 0.0), ("\u00e9" * 4000, -1.0)])
+    with pytest.raises(ValueError, match="NUL"):
+        UnigramLayer([("<unk>", 0.0), ("a\0b", -1.0)])
+    # Byte pieces: all 256 with byte fallback, none without (SentencePiece refuses both too).
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("a", -1.0, spm_model.NORMAL)] + [(f"<0x{b:02X}>", 0.0, spm_model.BYTE) for b in range(256)]
+    with pytest.raises(ValueError, match="lacks 1, '<0x41>'"):
+        UnigramLayer(spm_model.serialize(pieces[:2 + 0x41] + pieces[3 + 0x41 :], spm_model.Normalizer(), byte_fallback=True))
+    with pytest.raises(ValueError, match="not `byte_fallback`"):
+        UnigramLayer(spm_model.serialize(pieces, spm_model.Normalizer()))
 
 
 def test_keras_save_load_and_config(tmp_path):

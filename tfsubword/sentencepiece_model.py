@@ -62,7 +62,7 @@ def load(source):
         raise ValueError(f"Not a valid SentencePiece model: {error}") from None
 
 
-def serialize(pieces, normalizer, model_type="unigram"):
+def serialize(pieces, normalizer, model_type="unigram", byte_fallback=False):
     """The bytes of a `.model` file holding `pieces` (`(piece, score, type)`) and `normalizer`.
 
     Only the fields a tokenizer reads are written; `sentencepiece.SentencePieceProcessor` loads it.
@@ -78,6 +78,8 @@ def serialize(pieces, normalizer, model_type="unigram"):
     trainer += _field_varint(40, unknown[0] if unknown else 0)
     trainer += _field_varint(41, controls.get("<s>", -1)) + _field_varint(42, controls.get("</s>", -1))
     trainer += _field_varint(43, controls.get("<pad>", -1))
+    if byte_fallback:
+        trainer += _field_varint(35, 1)
     message += _field_bytes(2, trainer)
     spec = _field_bytes(1, normalizer.name.encode("utf-8"))
     if normalizer.precompiled_charsmap:

@@ -29,6 +29,8 @@ _SPLIT_WHITESPACE = [0x09, 0x0A, 0x0B, 0x0C, 0x0D]
 # Viterbi paths are walked back one position per loop step over at least this many positions, in
 # rows of at most this many; otherwise by pointer doubling.
 _WALK_BY_STEPS_FROM, _WALK_BY_STEPS_UP_TO = 4096, 256
+# SentencePiece refuses models with pieces of this many UTF-8 bytes or more.
+_MAX_PIECE_BYTES = 8000
 # Beyond this many ranges of special characters, every line goes through the full normalizer.
 _MAX_RANGES = 5000
 
@@ -124,12 +126,12 @@ class SentencePieceNormalizer(tf.Module):
         last byte, or at the first of the trailing spaces that were removed.
         """
         code_points, starts, splits = ops.decode_utf8_with_offsets(strings)
-        code_points, starts, splits = tf.cond(
+        code_points, starts, splits, invalid = tf.cond(
             tf.reduce_any(code_points == _REPLACEMENT),
             lambda: _one_replacement_per_invalid_byte(strings, code_points, starts, splits),
-            lambda: (code_points, starts, splits),
+            lambda: (code_points, starts, splits, tf.zeros([0], tf.int64)),
         )
-        values, value_splits, chunks, rewritten, on_path = self._rewrite(code_points, splits)
+        values, value_splits, chunks, rewritten, on_path = self._rewrite(code_points, splits, invalid)
         n = tf.size(splits, out_type=tf.int64) - 1
         rows = ops.row_ids(tf.gather(value_splits, splits), tf.size(values))
         nonempty_input = tf.strings.length(strings) > 0
@@ -211,10 +213,11 @@ class SentencePieceNormalizer(tf.Module):
         out_sources = tf.scatter_nd(tf.gather(splits, prefixes)[:, None], tf.gather(prefix_sources, prefixes), splits[-1:])
         return values, splits, tf.tensor_scatter_nd_update(out_sources, moved[:, None], sources), line_ends
 
-    def _rewrite(self, code_points, splits):
+    def _rewrite(self, code_points, splits, invalid):
         """Apply the user-defined symbols and the character map: (values, splits per input character,
         the chunk - the rewriting step - each value comes from, whether any rule applied, and where
-        chunks start in the input)."""
+        chunks start in the input). At the positions `invalid` (int64, sorted), U+FFFD stands for an
+        invalid byte, which SentencePiece copies as U+FFFD: no rule or symbol applies to it."""
         size = tf.size(code_points)
         positions = tf.range(size)
         unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions, tf.constant(False), tf.ones([size], tf.bool)
@@ -225,15 +228,22 @@ class SentencePieceNormalizer(tf.Module):
         initial = tf.bitwise.bitwise_and(flags, _SINGLE) + tf.bitwise.bitwise_and(
             tf.bitwise.bitwise_and(flags, _FIRST) * 2, tf.bitwise.bitwise_and(following, _SECOND)
         ) > 0
+        initial = tf.tensor_scatter_nd_update(initial, invalid[:, None], tf.zeros_like(invalid, tf.bool))
         return tf.cond(
-            tf.reduce_any(initial), lambda: self._rewrite_rules(code_points, splits, initial), lambda: unchanged
+            tf.reduce_any(initial), lambda: self._rewrite_rules(code_points, splits, initial, invalid), lambda: unchanged
         )
 
-    def _rewrite_rules(self, code_points, splits, initial):
+    def _rewrite_rules(self, code_points, splits, initial, invalid):
         size = tf.size(code_points)
         positions = tf.range(size)
         rows = ops.row_ids(splits, size)
         limits = tf.cast(tf.gather(splits[1:], rows), tf.int32)
+        # A match ends before an invalid byte (no key holds one).
+        limits = tf.cond(
+            tf.size(invalid) > 0,
+            lambda: tf.minimum(limits, tf.gather(tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0), tf.searchsorted(tf.cast(invalid, tf.int32), positions))),
+            lambda: limits,
+        )
         line_first = positions == tf.cast(tf.gather(splits[:-1], rows), tf.int32)
         roots = tf.where(initial, 0, -1)
         none = -tf.ones_like(code_points)
@@ -290,7 +300,8 @@ def _ranges(sorted_values):
 
 def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     """TensorFlow reads a truncated sequence as one U+FFFD; SentencePiece reads one per byte. Returns
-    the code points, the byte offset where each starts and the row splits."""
+    the code points, the byte offset where each starts, the row splits, and the positions (int64,
+    sorted) of the U+FFFD that stand for invalid bytes."""
     size = tf.size(code_points, out_type=tf.int64)
     rows = ops.row_ids(splits, size)
     lengths = tf.cast(tf.strings.length(strings), tf.int64)
@@ -310,7 +321,9 @@ def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     expanded_splits = tf.concat([[0], tf.cumsum(repeats)], axis=0)
     # The k-th replacement of an invalid sequence starts at its k-th byte.
     expanded_starts = tf.repeat(starts - expanded_splits[:-1], repeats) + tf.range(expanded_splits[-1])
-    return tf.repeat(code_points, repeats), expanded_starts, tf.gather(expanded_splits, splits)
+    from_invalid = tf.scatter_nd(invalid[:, None], tf.ones_like(invalid, tf.bool), [size])
+    expanded_invalid = ops.indices_where(tf.repeat(from_invalid, repeats))
+    return tf.repeat(code_points, repeats), expanded_starts, tf.gather(expanded_splits, splits), expanded_invalid
 
 
 def _leading_in_chunk(space, chunks):
@@ -397,9 +410,8 @@ class UnigramLayer(TokenizerLayer):
             raise ValueError(f"UnigramLayer needs a unigram model; this SentencePiece model is of type {model.model_type!r}.")
         if model.treat_whitespace_as_suffix:
             raise ValueError("SentencePiece models with `treat_whitespace_as_suffix` are not supported yet.")
-        if model.byte_fallback:
-            raise ValueError("SentencePiece models with `byte_fallback` are not supported by UnigramLayer yet.")
         pieces = [piece for piece, _, _ in model.pieces]
+        _check_byte_pieces(model)
         seen = {}
         for index, (piece, score, _) in enumerate(model.pieces):
             if piece in seen:
@@ -407,6 +419,11 @@ class UnigramLayer(TokenizerLayer):
             if not np.isfinite(np.float32(score)):
                 # SentencePiece refuses such models too (0.2.3: "score is NaN or Inf").
                 raise ValueError(f"The piece {piece!r} (id {index}) has a score that is not finite in single precision: {score!r}.")
+            # SentencePiece refuses these too ("piece is too long", "piece must not include null character").
+            if len(piece.encode("utf-8")) >= _MAX_PIECE_BYTES:
+                raise ValueError(f"The piece at id {index} has {len(piece.encode('utf-8'))} UTF-8 bytes; pieces must have fewer than {_MAX_PIECE_BYTES}.")
+            if "\0" in piece:
+                raise ValueError(f"The piece {piece!r} (id {index}) contains a NUL character.")
             seen[piece] = index
         unknown = [index for index, (_, _, kind) in enumerate(model.pieces) if kind == spm_model.UNKNOWN]
         if len(unknown) != 1:
@@ -503,14 +520,27 @@ class UnigramLayer(TokenizerLayer):
         space = SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
         # Words can be segmented one by one when no piece holds a space symbol after its start.
         by_words = not any(space in pieces[i][1:] for i in matched)
-        self._viterbi = Viterbi(trie, path_scores, self._unknown_id, self._max_piece_chars, ord(space) if by_words else None)
-        user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
-        self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
         # The normalized characters each piece covers; the unknown piece covers one, before merging.
         piece_chars = np.array([len(piece) for piece in pieces], np.int64)
         piece_chars[self._unknown_id] = 1
+        # With byte fallback, an unknown character becomes the byte pieces of its UTF-8 instead.
+        byte_ids = [pieces.index(_byte_piece(byte)) for byte in range(256)] if model.byte_fallback else None
         with tf.init_scope():
-            self._piece_chars = tf.constant(piece_chars)
+            # For decoding: the kind of each piece that is not decoded as text.
+            special = [(piece, kind) for piece, _, kind in model.pieces if kind in (spm_model.CONTROL, spm_model.UNKNOWN, spm_model.BYTE)]
+            self._piece_kinds = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer([p for p, _ in special], tf.constant([k for _, k in special], tf.int32)),
+                spm_model.NORMAL,
+            )
+            if model.byte_fallback:
+                self._bytes_of_pieces = tf.lookup.StaticHashTable(
+                    tf.lookup.KeyValueTensorInitializer([_byte_piece(b) for b in range(256)], [bytes([b]) for b in range(256)]), ""
+                )
+        self._viterbi = Viterbi(
+            trie, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids, ord(space) if by_words else None
+        )
+        user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
+        self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
 
     # Encoding.
 
@@ -530,14 +560,23 @@ class UnigramLayer(TokenizerLayer):
         # a piece spans from the source of its first character to that of the character after it
         # (or the end of its text), as SentencePiece's begin and end.
         values, splits, sources, line_ends = self._normalizer.normalize(strings, offsets=True)
-        ids, id_splits = self._viterbi(values, splits, merge=False)
+        viterbi = self._viterbi
+        ids, id_splits = viterbi(values, splits, merge=False)
         # The pieces of each text cover it in order, so their ends are a running sum over all texts.
-        ends = tf.cumsum(tf.gather(self._piece_chars, ids))
-        starts = tf.gather(tf.concat([sources, [0]], axis=0), ends - tf.gather(self._piece_chars, ids))
+        ends = tf.cumsum(tf.gather(viterbi.piece_chars, ids))
+        first = ends - tf.gather(viterbi.piece_chars, ids)
+        starts = tf.gather(tf.concat([sources, [0]], axis=0), first)
         lines = ops.row_ids(id_splits, tf.size(ids))
         ends = tf.where(
             ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(tf.concat([sources, [0]], axis=0), ends)
         )
+        if viterbi.byte_ids is not None:
+            # The byte pieces of an unknown character: all but the last are empty, at its start.
+            ids, new_splits, old, last = _unknowns_as_bytes(ids, tf.gather(values, first), self._unknown_id, viterbi.byte_ids)
+            starts = tf.gather(starts, old)
+            ends = tf.where(last, tf.gather(ends, old), starts)
+            id_splits = tf.gather(new_splits, id_splits)
+            return tuple(tf.RaggedTensor.from_row_splits(values, id_splits, validate=False) for values in (ids, starts, ends))
         # Consecutive unknown pieces become one, from the start of the first to the end of the last.
         kept = _first_of_unknown_runs(ids, lines, self._unknown_id)
         run = tf.cumsum(tf.scatter_nd(kept[:, None], tf.ones_like(kept), tf.shape(ids, out_type=tf.int64))) - 1
@@ -549,18 +588,36 @@ class UnigramLayer(TokenizerLayer):
         )
 
     def _detokenize_tokens(self, tokens):
-        """Pieces -> text as SentencePiece decodes it: control pieces vanish, `▁` becomes a space, the
-        unknown piece becomes " ⁇ ", and the space of the dummy prefix is removed."""
-        flat = tokens.flat_values
-        flat = tf.where(flat == self._tokens[self._unknown_id], " \u2047 ", flat)
-        controls = tf.constant([p for p, (_, _, k) in zip(self._tokens, self._model.pieces) if k == spm_model.CONTROL] or [""])
-        is_control = tf.reduce_any(flat[:, None] == controls[None, :], axis=1)
-        flat = tf.where(is_control, "", flat)
-        text = tf.strings.reduce_join(tokens.with_flat_values(flat), axis=-1)
-        if self._model.normalizer.escape_whitespaces:
-            text = tf.strings.regex_replace(text, SPACE_SYMBOL, " ")
-        if self._model.normalizer.add_dummy_prefix:
-            text = tf.strings.regex_replace(text, "^ ", "")
+        """Pieces -> text as SentencePiece decodes it: control pieces vanish, the unknown piece is
+        " \u2047 ", byte pieces are their bytes (those that form no valid UTF-8: one U+FFFD each),
+        and `▁` is a space, except the first `▁` of the first piece that writes something (with
+        `remove_extra_whitespaces`, also of the lone `▁` pieces before it)."""
+        flat, rows = tokens.flat_values, tokens.value_rowids()
+        spec = self._model.normalizer
+        kind = self._piece_kinds.lookup(flat)
+        normal = kind == spm_model.NORMAL
+        index = tf.range(tf.size(flat, out_type=tf.int64))
+        lone_space = normal & (flat == SPACE_SYMBOL)
+        skipped = kind == spm_model.CONTROL
+        if spec.remove_extra_whitespaces:
+            skipped |= lone_space
+        first = tf.gather(
+            tf.math.unsorted_segment_min(tf.where(skipped, tf.size(flat, out_type=tf.int64), index), rows, tokens.nrows()), rows
+        )
+        starts_with_space = normal & tf.strings.regex_full_match(flat, SPACE_SYMBOL + ".*")
+        dropped = starts_with_space & (index == first) if spec.add_dummy_prefix or spec.remove_extra_whitespaces else tf.zeros_like(normal)
+        if spec.remove_extra_whitespaces:
+            dropped |= lone_space & (index < first)
+        text = tf.where(dropped, tf.strings.regex_replace(flat, "^" + SPACE_SYMBOL, ""), flat)
+        text = tf.where(normal, tf.strings.regex_replace(text, SPACE_SYMBOL, " "), text)
+        text = tf.where(kind == spm_model.CONTROL, "", tf.where(kind == spm_model.UNKNOWN, " \u2047 ", text))
+        if self._model.byte_fallback:
+            text = tf.where(kind == spm_model.BYTE, self._bytes_of_pieces.lookup(flat), text)
+        text = tf.strings.reduce_join(tokens.with_flat_values(text), axis=-1)
+        if self._model.byte_fallback:
+            code_points, starts, splits = ops.decode_utf8_with_offsets(text)
+            code_points, _, splits, _ = _one_replacement_per_invalid_byte(text, code_points, starts, splits)
+            text = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, splits, validate=False), "UTF-8")
         return text
 
     # Saving.
@@ -616,7 +673,7 @@ class Viterbi(tf.Module):
     score exceeds 100,000 + the largest score magnitude, which bounds the ulps of the check.
     """
 
-    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, space=None, name=None):
+    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, name=None):
         super().__init__(name=name)
         self._trie = trie
         self._unknown_id = int(unknown_id)
@@ -631,10 +688,13 @@ class Viterbi(tf.Module):
             self._scores = {
                 dtype: tf.constant(path_scores, dtype, shape=[len(path_scores)]) for dtype in (tf.float32, tf.float64)
             }
+            # The characters of each piece (the unknown piece: one), and the ids of the byte pieces.
+            self.piece_chars = tf.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
+            self.byte_ids = None if byte_ids is None else tf.constant(byte_ids, tf.int32, shape=[256])
 
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
-        `merge`, each unknown character stays an unknown piece of its own."""
+        `merge`, each unknown character stays an unknown piece of its own (see `_unknowns`)."""
         if self._space is None:
             ids, id_splits = self._exact(code_points, splits, merge)
         else:
@@ -657,7 +717,18 @@ class Viterbi(tf.Module):
     def _exact(self, code_points, splits, merge=True):
         paths = self._best_paths(code_points, splits, tf.float32)
         ids_splits = ops.splits_from_row_ids(paths["rows"], tf.size(splits, out_type=tf.int64) - 1)
-        return _merge_unknowns(paths["piece"], ids_splits, self._unknown_id) if merge else (paths["piece"], ids_splits)
+        return self._unknowns(paths["piece"], ids_splits, code_points) if merge else (paths["piece"], ids_splits)
+
+    def _unknowns(self, ids, splits, code_points):
+        """Unknown pieces (one per character) as SentencePiece gives them: consecutive ones merged
+        into one, or with byte fallback each replaced by the byte pieces of its character's UTF-8.
+        `code_points`: the text the rows of pieces cover."""
+        if self.byte_ids is None:
+            return _merge_unknowns(ids, splits, self._unknown_id)
+        # The pieces cover their rows in order: a running sum of their lengths says where each starts.
+        characters = tf.gather(code_points, tf.cumsum(tf.gather(self.piece_chars, ids), exclusive=True))
+        ids, piece_splits, _, _ = _unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
+        return ids, tf.gather(piece_splits, splits)
 
     def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True):
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
@@ -672,7 +743,7 @@ class Viterbi(tf.Module):
         total = paths["total"]
         # Unknown pieces are merged within words here; across words below, only if a word starts with one.
         raw = paths["piece"], ops.splits_from_row_ids(path_words, n_distinct)
-        pieces, piece_splits = _merge_unknowns(*raw, self._unknown_id) if merge else raw
+        pieces, piece_splits = self._unknowns(*raw, distinct_values) if merge else raw
 
         # Is each occurrence's decision safe from single-precision rounding at its place in its line?
         # First for all lines at once: no score on a line's paths exceeds its characters times the
@@ -711,7 +782,7 @@ class Viterbi(tf.Module):
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
             lambda: (values, line_splits),
         )
-        if not merge:
+        if not merge or self.byte_ids is not None:
             return values, line_splits
         return tf.cond(
             starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
@@ -760,11 +831,11 @@ class Viterbi(tf.Module):
         padded = tf.RaggedTensor.from_row_splits(scores, tf.gather(raw_occurrence_splits, earlier.row_splits), validate=False).to_tensor(0.0)
         # tf.cumsum adds along a row in order; the leading zero covers lines where the word comes first.
         offsets = tf.cumsum(tf.concat([tf.zeros([k, 1]), padded], axis=1), axis=1)[:, -1]
-        words = tf.gather(occurrence, lone)
-        paths = self._best_paths(*ops.gather_rows(*distinct, words), tf.float32, offsets=offsets)
+        word_values, word_splits = ops.gather_rows(*distinct, tf.gather(occurrence, lone))
+        paths = self._best_paths(word_values, word_splits, tf.float32, offsets=offsets)
         redone, redone_splits = paths["piece"], ops.splits_from_row_ids(paths["rows"], k)
         if merge:
-            redone, redone_splits = _merge_unknowns(redone, redone_splits, self._unknown_id)
+            redone, redone_splits = self._unknowns(redone, redone_splits, word_values)
         table = tf.concat([pieces, redone], axis=0)
         table_splits = tf.concat([piece_splits, piece_splits[-1] + redone_splits[1:]], axis=0)
         rows = tf.tensor_scatter_nd_update(occurrence, lone[:, None], n_distinct + tf.range(k))
@@ -965,6 +1036,43 @@ def _merge_unknowns(ids, splits, unknown_id):
     rows = ops.row_ids(splits, tf.size(ids))
     kept = _first_of_unknown_runs(ids, rows, unknown_id)
     return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
+
+
+def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
+    """SentencePiece's byte fallback: each unknown piece becomes the byte pieces of the UTF-8 of
+    its character (`characters`: the first character of each piece, int32). Returns the new ids,
+    the splits (int64) grouping them by old piece, and for each new piece its old piece and whether
+    it is the last of them."""
+    unknown = ids == unknown_id
+    lengths = tf.where(unknown, 1 + sum(tf.cast(characters >= bound, tf.int32) for bound in (0x80, 0x800, 0x10000)), 1)
+    piece_splits = tf.concat([[0], tf.cumsum(tf.cast(lengths, tf.int64))], axis=0)
+    old = ops.row_ids(piece_splits, piece_splits[-1])
+    index = tf.cast(tf.range(piece_splits[-1]) - tf.gather(piece_splits, old), tf.int32)  # of the byte in its character
+    length, character = tf.gather(lengths, old), tf.gather(characters, old)
+    bits = tf.bitwise.right_shift(character, 6 * (length - 1 - index))
+    # A lead byte marks the length (none for one byte); the others hold 6 bits each after 0b10.
+    lead_marks = tf.constant([0, 0, 0xC0, 0xE0, 0xF0], tf.int32)
+    byte = tf.where(index == 0, tf.gather(lead_marks, length) | bits, 0x80 | (bits & 0x3F))
+    new_ids = tf.where(tf.gather(unknown, old), tf.gather(byte_ids, tf.where(tf.gather(unknown, old), byte, 0)), tf.gather(ids, old))
+    return new_ids, piece_splits, old, index == length - 1
+
+
+def _byte_piece(byte):
+    return f"<0x{byte:02X}>"
+
+
+def _check_byte_pieces(model):
+    """As SentencePiece: byte pieces only with byte fallback, then all 256 of them, named <0x00> to <0xFF>."""
+    names = {_byte_piece(byte) for byte in range(256)}
+    byte_pieces = [piece for piece, _, kind in model.pieces if kind == spm_model.BYTE]
+    for piece in byte_pieces:
+        if not model.byte_fallback:
+            raise ValueError(f"The model has the byte piece {piece!r} but not `byte_fallback`.")
+        if piece not in names:
+            raise ValueError(f"The model has a byte piece {piece!r} that names no byte (<0x00> to <0xFF>).")
+    if model.byte_fallback and len(set(byte_pieces)) != 256:
+        missing = sorted(names - set(byte_pieces))
+        raise ValueError(f"A `byte_fallback` model needs the 256 byte pieces <0x00> to <0xFF>; this one lacks {len(missing)}, {missing[0]!r} first.")
 
 
 def _first_of_unknown_runs(ids, rows, unknown_id):
