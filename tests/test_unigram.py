@@ -400,7 +400,7 @@ def test_tf_data_single_and_batched():
     assert single == batched == layer(lines).to_list()
 
 
-@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces"])
+@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "byte_fallback"])
 def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
     texts = ["Hello world!", "Ｆｕｌｌ-width ﬁ <sep> Botchan", "", "\xff bad", "吾輩は猫である"]
     expected = encoders(model)[1].encode(texts)
@@ -412,6 +412,24 @@ def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
     assert served == [(row + [0] * length)[:length] for row in expected]
     # A ragged result, through tf.saved_model.save.
     assert serve_ragged(UnigramLayer(model_bytes(model)), texts, tmp_path / "module") == expected
+
+
+@pytest.mark.parametrize("model", ["nmt_nfkc", "byte_fallback"])
+def test_offsets_serve_from_plain_tensorflow(tmp_path, model):
+    texts = ["Hello  world!", "Ｆｕｌｌ-width ﬁ  ", "", "\xff bad", "吾輩は猫である 麤"]
+    layer = UnigramLayer(model_bytes(model))
+    module = tf.Module()
+    module.layer = layer
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def offsets(texts):
+        return {name: values.to_tensor(-1) for name, values in zip(["ids", "starts", "ends"], layer.tokenize_with_offsets(texts))}
+
+    module.offsets = offsets
+    tf.saved_model.save(module, str(tmp_path / "module"), signatures={"serving_default": offsets})
+    served = serve(tmp_path / "module", texts)
+    rows = zip(served["ids"], served["starts"], served["ends"])
+    assert [[span for span in zip(*row) if span[0] >= 0] for row in rows] == reference_spans(model, texts)
 
 
 def _double_precision_viterbi(text, scores):
