@@ -667,10 +667,13 @@ class Viterbi(tf.Module):
     distinct words are segmented instead, in double precision, with the gap between the best and the
     second-best candidate at each position of each best path. Single precision with an offset B (the
     score of the line before the word) can change a decision only if that gap is within the rounding
-    error, at most (word length + 1) ulps at |B| + the word's scores; lines with any word that close
-    to a tie (rare: ties between equal pieces in another order, like "......") are segmented whole,
-    exactly as above, and so are lines where such a word could follow a restart. With restarts, no
-    score exceeds 100,000 + the largest score magnitude, which bounds the ulps of the check.
+    error, at most (word length + 1) ulps at |B| + the word's scores. A word that close to a tie
+    (rare: ties between equal pieces in another order, like "......") is segmented again alone, in
+    single precision from B as SentencePiece has it: the scores of the pieces before it added in
+    order, and the words before it where a restart could happen segmented exactly, one by one, from
+    the score before each. Lines with two such words are segmented whole, exactly as above. With
+    restarts, no score exceeds 100,000 + the largest score magnitude, which bounds the ulps of the
+    check.
     """
 
     def __init__(self, trie, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, name=None):
@@ -754,18 +757,17 @@ class Viterbi(tf.Module):
         magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
-        fragile, after_reset = tf.cond(
+        fragile = tf.cond(
             tf.size(suspects) > 0,
             lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
-            lambda: (suspects, tf.zeros([0], tf.bool)),
+            lambda: suspects,
         )
 
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
         lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(tf.gather(word_lines, fragile), out_idx=tf.int64)
-        # A line with one fragile word, before any restart of the scores: that word is segmented
-        # again alone, exactly; other lines with fragile words are segmented again whole.
-        n_lines = tf.size(lines_with_fragile, out_type=tf.int64)
-        whole = (fragile_per_line > 1) | (tf.math.unsorted_segment_max(tf.cast(after_reset, tf.int32), line_of_fragile, n_lines) > 0)
+        # A line with one fragile word: that word is segmented again alone, exactly; other lines
+        # with fragile words are segmented again whole.
+        whole = fragile_per_line > 1
         lone = tf.gather(fragile, ops.indices_where(~tf.gather(whole, line_of_fragile)))
         values, occurrence_splits = tf.cond(
             tf.size(lone) > 0,
@@ -792,8 +794,7 @@ class Viterbi(tf.Module):
         """Which of the word occurrences `suspects` (sorted) could be segmented differently in single
         precision at their place in their lines: those whose smallest gap is within (length + 2) ulps
         at the magnitude of the line's score before them plus the word's, or of the largest score
-        SentencePiece keeps before restarting from 0. Reads only the lines of the suspects. Also
-        says, of each, whether a restart could come before its end."""
+        SentencePiece keeps before restarting from 0. Reads only the lines of the suspects."""
         lines = tf.unique(tf.gather(word_lines, suspects))[0]
         spans = tf.ragged.range(tf.gather(line_word_splits, lines), tf.gather(line_word_splits, lines + 1))
         in_lines = spans.flat_values  # sorted: the occurrences of those lines, in order
@@ -807,13 +808,66 @@ class Viterbi(tf.Module):
         word_length = tf.cast(tf.gather(length, words), tf.float64)
         magnitude = tf.abs(before_score) * (1 + 1e-6) + before_chars * self._half_ulp + word_length * self._max_score_magnitude + 1
         fragile = ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(tf.minimum(magnitude, self._largest_score))))
-        return tf.gather(suspects, fragile), tf.gather(magnitude, fragile) > _RESET
+        return tf.gather(suspects, fragile)
 
     @staticmethod
     def _ulp(magnitude):
         """A single-precision ulp at float64 `magnitude` (positive): 2 ** (floor(log2(magnitude)) -
         23), read off the exponent bits."""
         return tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64) * 2.0**-23
+
+    def _scores_before(self, lone, occurrence, word_lines, line_word_splits, raw, distinct):
+        """The single-precision score of SentencePiece's best path before each of the word
+        occurrences `lone` (one per line; the words before it are safe, so that path is theirs):
+        their pieces' scores added in order, as SentencePiece's Viterbi adds them, and where a word
+        could see the score pass 100,000 in magnitude (a restart: see `Viterbi`), that word
+        segmented exactly from the score before it, which gives the score after it. One loop step
+        per such word, for all lines at once."""
+        k = tf.size(lone)
+        distinct_values, distinct_splits = distinct
+        # The pieces before each lone word in its line, unknown characters unmerged (each is a node).
+        earlier = tf.ragged.range(tf.gather(line_word_splits, tf.gather(word_lines, lone)), lone)
+        words = tf.gather(occurrence, earlier.flat_values)
+        earlier_ids, occurrence_splits = ops.gather_rows(*raw, words)
+        row_splits = tf.gather(occurrence_splits, earlier.row_splits)
+        padded = tf.RaggedTensor.from_row_splits(tf.gather(self._scores[tf.float32], earlier_ids), row_splits, validate=False).to_tensor(0.0)
+        columns = tf.range(tf.shape(padded)[1])
+        # Each earlier occurrence: its row, the column of its first piece and its number of pieces.
+        row = ops.row_ids(earlier.row_splits, tf.size(words))
+        first = tf.cast(occurrence_splits[:-1] - tf.gather(row_splits, row), tf.int32)
+        count = tf.cast(occurrence_splits[1:] - occurrence_splits[:-1], tf.int32)
+        # No score inside a word moves further than this from the score before it.
+        length = tf.cast(tf.gather(distinct_splits[1:] - distinct_splits[:-1], words), tf.float32)
+        reach = length * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1
+
+        def step(start, score, _, __):
+            # tf.cumsum adds along a row in order (adding the zeros before `start` changes nothing).
+            counted = tf.where(columns[None, :] >= start[:, None], padded, 0.0)
+            sums = tf.cumsum(tf.concat([score[:, None], counted], axis=1), axis=1)
+            before = tf.gather_nd(sums, tf.stack([tf.cast(row, tf.int32), first], axis=1))
+            risky = (first >= tf.gather(start, row)) & (tf.abs(before) + reach > _RESET)
+            n = tf.size(risky, out_type=tf.int64)
+            next_risky = tf.math.unsorted_segment_min(tf.where(risky, tf.range(n), n), row, k)
+            rows = ops.indices_where(next_risky < n)
+            at = tf.gather(next_risky, rows)
+
+            def segment_exactly():
+                values, splits = ops.gather_rows(distinct_values, distinct_splits, tf.gather(words, at))
+                after = self._best_paths(values, splits, tf.float32, gaps=True, offsets=tf.gather(before, at))["total"]
+                return (
+                    tf.tensor_scatter_nd_update(start, rows[:, None], tf.gather(first + count, at)),
+                    tf.tensor_scatter_nd_update(score, rows[:, None], after),
+                )
+
+            start, score = tf.cond(tf.size(rows) > 0, segment_exactly, lambda: (start, score))
+            return start, score, tf.size(rows) > 0, sums[:, -1]
+
+        _, _, _, scores = tf.while_loop(
+            lambda start, score, more, result: more,
+            step,
+            (tf.zeros([k], tf.int32), tf.zeros([k], tf.float32), tf.constant(True), tf.zeros([k], tf.float32)),
+        )
+        return scores
 
     def _redo_words(self, lone, occurrence, word_lines, line_word_splits, raw, segmented, distinct, merge=True):
         """Segment the word occurrences `lone` again, each the only fragile word of its line, exactly:
@@ -824,13 +878,7 @@ class Viterbi(tf.Module):
         pieces, piece_splits = segmented
         n_distinct = tf.size(piece_splits, out_type=tf.int64) - 1
         k = tf.size(lone, out_type=tf.int64)
-        # The pieces before each lone word in its line, unknown characters unmerged (each is a node).
-        earlier = tf.ragged.range(tf.gather(line_word_splits, tf.gather(word_lines, lone)), lone)
-        earlier_ids, raw_occurrence_splits = ops.gather_rows(*raw, tf.gather(occurrence, earlier.flat_values))
-        scores = tf.gather(self._scores[tf.float32], earlier_ids)
-        padded = tf.RaggedTensor.from_row_splits(scores, tf.gather(raw_occurrence_splits, earlier.row_splits), validate=False).to_tensor(0.0)
-        # tf.cumsum adds along a row in order; the leading zero covers lines where the word comes first.
-        offsets = tf.cumsum(tf.concat([tf.zeros([k, 1]), padded], axis=1), axis=1)[:, -1]
+        offsets = self._scores_before(lone, occurrence, word_lines, line_word_splits, raw, distinct)
         word_values, word_splits = ops.gather_rows(*distinct, tf.gather(occurrence, lone))
         paths = self._best_paths(word_values, word_splits, tf.float32, offsets=offsets)
         redone, redone_splits = paths["piece"], ops.splits_from_row_ids(paths["rows"], k)
