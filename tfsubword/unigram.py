@@ -215,8 +215,8 @@ class SentencePieceNormalizer(tf.Module):
 
     def _rewrite(self, code_points, splits, invalid):
         """Apply the user-defined symbols and the character map: (values, splits per input character,
-        the chunk - the rewriting step - each value comes from, whether any rule applied, and where
-        chunks start in the input). At the positions `invalid` (int64, sorted), U+FFFD stands for an
+        the chunk - the rewriting step - each value comes from, whether any rule applied, and whether
+        each input character starts a chunk). At the positions `invalid` (int64, sorted), U+FFFD stands for an
         invalid byte, which SentencePiece copies as U+FFFD: no rule or symbol applies to it."""
         size = tf.size(code_points)
         positions = tf.range(size)
@@ -563,13 +563,13 @@ class UnigramLayer(TokenizerLayer):
         viterbi = self._viterbi
         ids, id_splits = viterbi(values, splits, merge=False)
         # The pieces of each text cover it in order, so their ends are a running sum over all texts.
-        ends = tf.cumsum(tf.gather(viterbi.piece_chars, ids))
-        first = ends - tf.gather(viterbi.piece_chars, ids)
-        starts = tf.gather(tf.concat([sources, [0]], axis=0), first)
+        chars = tf.gather(viterbi.piece_chars, ids)
+        ends = tf.cumsum(chars)
+        first = ends - chars
+        sources = tf.concat([sources, [0]], axis=0)  # the end of the last text reads the 0
+        starts = tf.gather(sources, first)
         lines = ops.row_ids(id_splits, tf.size(ids))
-        ends = tf.where(
-            ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(tf.concat([sources, [0]], axis=0), ends)
-        )
+        ends = tf.where(ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(sources, ends))
         if viterbi.byte_ids is not None:
             # The byte pieces of an unknown character: all but the last are empty, at its start.
             ids, new_splits, old, last = _unknowns_as_bytes(ids, tf.gather(values, first), self._unknown_id, viterbi.byte_ids)
