@@ -114,7 +114,7 @@ class SentencePieceNormalizer(tf.Module):
             values, splits = ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
             return values, splits, ops.row_ids(splits, tf.size(values))
 
-        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
+        return ops.rare_cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
 
     def normalize(self, strings, offsets=False):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
@@ -126,7 +126,7 @@ class SentencePieceNormalizer(tf.Module):
         last byte, or at the first of the trailing spaces that were removed.
         """
         code_points, starts, splits = ops.decode_utf8_with_offsets(strings)
-        code_points, starts, splits, invalid = tf.cond(
+        code_points, starts, splits, invalid = ops.rare_cond(
             tf.reduce_any(code_points == _REPLACEMENT),
             lambda: _one_replacement_per_invalid_byte(strings, code_points, starts, splits),
             lambda: (code_points, starts, splits, tf.zeros([0], tf.int64)),
@@ -229,7 +229,7 @@ class SentencePieceNormalizer(tf.Module):
             tf.bitwise.bitwise_and(flags, _FIRST) * 2, tf.bitwise.bitwise_and(following, _SECOND)
         ) > 0
         initial = tf.tensor_scatter_nd_update(initial, invalid[:, None], tf.zeros_like(invalid, tf.bool))
-        return tf.cond(
+        return ops.rare_cond(
             tf.reduce_any(initial), lambda: self._rewrite_rules(code_points, splits, initial, invalid), lambda: unchanged
         )
 
@@ -757,7 +757,7 @@ class Viterbi(tf.Module):
         magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
-        fragile = tf.cond(
+        fragile = ops.rare_cond(
             tf.size(suspects) > 0,
             lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
             lambda: suspects,
@@ -769,7 +769,7 @@ class Viterbi(tf.Module):
         # with fragile words are segmented again whole.
         whole = fragile_per_line > 1
         lone = tf.gather(fragile, ops.indices_where(~tf.gather(whole, line_of_fragile)))
-        values, occurrence_splits = tf.cond(
+        values, occurrence_splits = ops.rare_cond(
             tf.size(lone) > 0,
             lambda: self._redo_words(
                 lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
@@ -779,7 +779,7 @@ class Viterbi(tf.Module):
         starts_unknown = tf.reduce_any(tf.gather(values, occurrence_splits[:-1]) == self._unknown_id)
         line_splits = tf.gather(occurrence_splits, line_word_splits)
         fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(whole))
-        values, line_splits = tf.cond(
+        values, line_splits = ops.rare_cond(
             tf.size(fragile_lines) > 0,
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
             lambda: (values, line_splits),
@@ -859,7 +859,7 @@ class Viterbi(tf.Module):
                     tf.tensor_scatter_nd_update(score, rows[:, None], after),
                 )
 
-            start, score = tf.cond(tf.size(rows) > 0, segment_exactly, lambda: (start, score))
+            start, score = ops.rare_cond(tf.size(rows) > 0, segment_exactly, lambda: (start, score))
             return start, score, tf.size(rows) > 0, sums[:, -1]
 
         _, _, _, scores = tf.while_loop(
@@ -998,7 +998,7 @@ class Viterbi(tf.Module):
         if dtype == tf.float32:
             # Each sum can round up to half an ulp further.
             farthest = tf.cast(longest, tf.float32) * (self._max_score_magnitude + self._half_ulp) + tf.reduce_max(tf.abs(tf.concat([[0.0], start[0]], axis=0)))
-            winners, *records = tf.cond(farthest * (1 + 1e-5) + 1 > _RESET, lambda: run(True), lambda: run(False))
+            winners, *records = ops.rare_cond(farthest * (1 + 1e-5) + 1 > _RESET, lambda: run(True), lambda: run(False))
         else:
             winners, *records = run(False)
 

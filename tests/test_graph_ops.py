@@ -1,0 +1,39 @@
+"""The small graph helpers, on values worked out by hand."""
+
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+
+
+def branches(x):
+    # Taken when x has more than two elements: their sum; otherwise minus their count.
+    return ops.rare_cond(tf.size(x) > 2, lambda: tf.reduce_sum(x), lambda: -tf.size(x))
+
+
+def test_rare_cond_gives_the_taken_branch_eagerly_and_in_a_function():
+    traced = tf.function(branches, input_signature=[tf.TensorSpec([None], tf.int32)])
+    for run in (branches, traced):
+        assert int(run(tf.constant([1, 2, 3, 4]))) == 10
+        assert int(run(tf.constant([5, 6]))) == -2
+        assert int(run(tf.constant([], tf.int32))) == 0
+
+
+def test_rare_cond_stays_one_if_op_in_the_graph():
+    graph = tf.function(branches).get_concrete_function(tf.TensorSpec([None], tf.int32)).graph
+    conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert len(conds) == 1
+    assert conds[0].get_attr("_lower_using_switch_merge") is False
+    # Plain tf.cond, for contrast, is marked to be inlined (lowered) when the function runs.
+    plain = tf.function(lambda x: tf.cond(tf.size(x) > 2, lambda: tf.reduce_sum(x), lambda: -tf.size(x)))
+    plain_graph = plain.get_concrete_function(tf.TensorSpec([None], tf.int32)).graph
+    (plain_cond,) = [op for op in plain_graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert plain_cond.get_attr("_lower_using_switch_merge") is True
+
+
+def test_rare_cond_survives_a_saved_model(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(branches, input_signature=[tf.TensorSpec([None], tf.int32)])
+    tf.saved_model.save(module, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    assert int(loaded.f(tf.constant([1, 2, 3]))) == 6
+    assert int(loaded.f(tf.constant([7]))) == -1
