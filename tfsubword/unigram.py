@@ -114,7 +114,7 @@ class SentencePieceNormalizer(tf.Module):
             values, splits = ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
             return values, splits, ops.row_ids(splits, tf.size(values))
 
-        return ops.rare_cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
+        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
 
     def normalize(self, strings, offsets=False):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
