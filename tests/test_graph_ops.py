@@ -35,5 +35,8 @@ def test_rare_cond_survives_a_saved_model(tmp_path):
     module.f = tf.function(branches, input_signature=[tf.TensorSpec([None], tf.int32)])
     tf.saved_model.save(module, str(tmp_path))
     loaded = tf.saved_model.load(str(tmp_path))
+    (function,) = loaded.f.concrete_functions
+    (cond,) = [op for op in function.graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert cond.get_attr("_lower_using_switch_merge") is False
     assert int(loaded.f(tf.constant([1, 2, 3]))) == 6
     assert int(loaded.f(tf.constant([7]))) == -1
