@@ -1102,7 +1102,9 @@ def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
     # A lead byte marks the length (none for one byte); the others hold 6 bits each after 0b10.
     lead_marks = tf.constant([0, 0, 0xC0, 0xE0, 0xF0], tf.int32)
     byte = tf.where(index == 0, tf.gather(lead_marks, length) | bits, 0x80 | (bits & 0x3F))
-    new_ids = tf.where(tf.gather(unknown, old), tf.gather(byte_ids, tf.where(tf.gather(unknown, old), byte, 0)), tf.gather(ids, old))
+    from_unknown = tf.gather(unknown, old)
+    # Elsewhere `byte` is a whole code point, perhaps past the table: read entry 0 there instead.
+    new_ids = tf.where(from_unknown, tf.gather(byte_ids, tf.where(from_unknown, byte, 0)), tf.gather(ids, old))
     return new_ids, piece_splits, old, index == length - 1
 
 
