@@ -185,6 +185,25 @@ def test_ascii_whitespace_other_than_space_is_text_under_identity_rules():
     assert not different, different[0]
 
 
+def test_words_a_split_cannot_read():
+    """A "▁" of the input after a space is a word of its own ("▁", from SentencePiece's split at
+    every "▁"), which splitting the normalized line at spaces would drop: such a batch is normalized
+    whole. Ruled lines ("ﬁ" has a rule) and plain ones are mixed in."""
+    encode, reference = encoders("shared")
+    space = reference.piece_to_id("\u2581")
+    lines = ["the cat", "x \u2581y", "ﬁne day", "z\u2581", "\u2581", "a \u2581\u2581 b", "plain words here"]
+    got = encode(tf.constant(lines)).to_list()
+    assert got == reference.encode(lines)
+    # By hand: "x ▁y" -> "▁x▁▁y": words "▁x", "▁", "▁y"; the lone "▁" is the piece "▁", and so
+    # are the two after the space of "a ▁▁ b". A trailing "▁" goes, as trailing spaces do.
+    assert got[1].count(space) >= 2 and got[5].count(space) >= 3
+    assert got[3] == encode(tf.constant(["z"])).to_list()[0] and got[4] == []
+    # The same lines one by one, and only the ruled ones with the plain ones (a split reads them all).
+    assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
+    splittable = ["the cat", "ﬁne day", "plain words here", "① and ② ｶﾞ"]
+    assert encode(tf.constant(splittable)).to_list() == reference.encode(splittable)
+
+
 def test_invalid_utf8_by_hand():
     encode, reference = encoders("shared")
     # A truncated three-byte sequence is two invalid bytes: two U+FFFD, which form one unknown piece.

@@ -86,36 +86,47 @@ class SentencePieceNormalizer(tf.Module):
         string, each without the `▁` that starts it. Needs `splits_words`.
 
         Lines with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule could
-        touch (most lines) are split at spaces; the others are normalized code point by code point.
+        touch (most lines) are split at spaces as they are; the others are normalized first and put
+        back in their place with spaces for `▁`, so that one split reads every line.
         """
-        needs_rules = ~tf.strings.regex_full_match(strings, self._plain_line)
-        plain, ruled = ops.indices_where(~needs_rules), ops.indices_where(needs_rules)
-        # Split at runs of spaces (the only whitespace in plain lines), with no empty words.
-        split = tf.strings.split(tf.gather(strings, plain))
-        words, word_splits, word_lines = split.flat_values, split.row_splits, split.value_rowids()
+        ruled = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain_line))
+
+        def split(lines):
+            words = tf.strings.split(lines)
+            return words.flat_values, words.row_splits, words.value_rowids()
 
         def with_ruled_lines():
             values, value_splits = self.normalize(tf.gather(strings, ruled))
-            # Every word starts at a space symbol (the first at the dummy prefix), and every space
-            # symbol starts a word: the words are the runs of other characters after each one.
-            size = tf.size(values, out_type=tf.int64)
+            # The split finds the words of a normalized line if every `▁` is followed by a character
+            # of its word (the next line starts with one) and no character is one it splits at.
             is_space = values == self.space
-            starts = ops.indices_where(is_space)
-            count = tf.size(starts, out_type=tf.int64)
-            inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
-            inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
-            ruled_words = tf.strings.unicode_encode(inner, "UTF-8")
-            start_lines = tf.searchsorted(value_splits[1:], starts, side="right", out_type=tf.int64)
-            marked_splits = ops.splits_from_row_ids(start_lines, tf.size(ruled, out_type=tf.int64))
-            table = tf.concat([words, ruled_words], axis=0)
-            table_splits = tf.concat([word_splits, word_splits[-1] + marked_splits[1:]], axis=0)
-            n = tf.size(strings, out_type=tf.int64)
-            order = tf.concat([plain, ruled], axis=0)
-            values, splits = ops.gather_rows(table, table_splits, tf.scatter_nd(order[:, None], tf.range(n), [n]))
-            return values, splits, ops.row_ids(splits, tf.size(values))
+            following = tf.concat([values[1:], [self.space]], axis=0)
+            splittable = ~tf.reduce_any(
+                (is_space & (following == self.space)) | (values == _SPACE) | ((values >= _SPLIT_WHITESPACE[0]) & (values <= _SPLIT_WHITESPACE[-1]))
+            )
+            spaced = tf.RaggedTensor.from_row_splits(tf.where(is_space, _SPACE, values), value_splits, validate=False)
+            return ops.rare_cond(
+                splittable,
+                lambda: split(tf.tensor_scatter_nd_update(strings, ruled[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))),
+                lambda: self._words_of_normalized(strings),
+            )
 
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines (measured slower as an If).
-        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (words, word_splits, word_lines))
+        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: split(strings))
+
+    def _words_of_normalized(self, strings):
+        """`words` for lines that a split cannot read (a `▁` of the input next to a space, or a tab
+        under identity rules): every line normalized, and its words the runs of characters after
+        each `▁` (the first at the dummy prefix), empty ones too."""
+        values, value_splits = self.normalize(strings)
+        size = tf.size(values, out_type=tf.int64)
+        is_space = values == self.space
+        starts = ops.indices_where(is_space)
+        count = tf.size(starts, out_type=tf.int64)
+        inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
+        inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
+        word_lines = tf.searchsorted(value_splits[1:], starts, side="right", out_type=tf.int64)
+        return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64)), word_lines
 
     def normalize(self, strings, offsets=False):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
