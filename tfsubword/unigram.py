@@ -209,21 +209,14 @@ class SentencePieceNormalizer(tf.Module):
         lengths = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, n)
         if spans is not None:
             sources = tf.gather(sources, kept)
+        splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
         if not spec.add_dummy_prefix:
-            splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
             return (values, splits) if spans is None else (values, splits, sources, line_ends)
         prefixed = nonempty_input & (lengths > 0) if spec.remove_extra_whitespaces else nonempty_input
-        added = tf.cast(prefixed, tf.int64)
-        splits = tf.concat([[0], tf.cumsum(lengths + added)], axis=0)
-        # Each kept value moves right by the prefixes of its own and earlier lines.
-        moved = tf.range(tf.size(values, out_type=tf.int64)) + tf.gather(tf.cumsum(added), rows)
-        out = tf.fill([splits[-1]], tf.constant(space_symbol, tf.int32))
-        values = tf.tensor_scatter_nd_update(out, moved[:, None], values)
+        values, prefixed_splits = _with_prefixes(values, splits, prefixed, tf.fill([n], tf.constant(space_symbol, tf.int32)))
         if spans is None:
-            return values, splits
-        prefixes = ops.indices_where(prefixed)
-        out_sources = tf.scatter_nd(tf.gather(splits, prefixes)[:, None], tf.gather(prefix_sources, prefixes), splits[-1:])
-        return values, splits, tf.tensor_scatter_nd_update(out_sources, moved[:, None], sources), line_ends
+            return values, prefixed_splits
+        return values, prefixed_splits, _with_prefixes(sources, splits, prefixed, prefix_sources)[0], line_ends
 
     def _rewrite(self, code_points, splits, invalid):
         """Apply the user-defined symbols and the character map: (values, splits per input character,
@@ -287,7 +280,10 @@ class SentencePieceNormalizer(tf.Module):
         applied = ops.indices_where(replaced)
         targets, target_splits = ops.gather_rows(self._target_values, self._target_splits, tf.gather(rule, applied))
         n_targets = tf.size(applied, out_type=tf.int32)
-        table_values = tf.concat([targets, code_points], axis=0)
+        # Each value of the table goes with the chunk of the position it stands for.
+        chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
+        target_chunks = tf.gather(tf.gather(chunk_of_position, applied), ops.row_ids(target_splits, tf.size(targets)))
+        table_values = tf.stack([tf.concat([targets, code_points], axis=0), tf.concat([target_chunks, chunk_of_position], axis=0)], axis=1)
         last = target_splits[-1]
         table_splits = tf.concat(
             [target_splits, last + tf.range(1, tf.cast(size, tf.int64) + 1), [last + tf.cast(size, tf.int64)]], axis=0
@@ -295,9 +291,20 @@ class SentencePieceNormalizer(tf.Module):
         target_row = tf.cumsum(tf.cast(replaced, tf.int32), exclusive=True)
         row = tf.where(replaced, target_row, tf.where(copied, n_targets + positions, n_targets + size))
         values, value_splits = ops.gather_rows(table_values, table_splits, row)
-        chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
-        chunks = tf.gather(chunk_of_position, ops.row_ids(value_splits, tf.size(values)))
-        return values, value_splits, chunks, tf.constant(True), on_path
+        return values[:, 0], value_splits, values[:, 1], tf.constant(True), on_path
+
+
+def _with_prefixes(values, splits, prefixed, prefix_values):
+    """Rows (`values`, `splits`) with `prefix_values[i]` put first in each row i where `prefixed[i]`:
+    (values, row splits). One gather of whole rows (a scatter of every value costs several times more)."""
+    n = tf.size(splits, out_type=tf.int64) - 1
+    # Rows of the table: the rows given, then each prefix alone, then an empty row.
+    table = tf.concat([values, prefix_values], axis=0)
+    table_splits = tf.concat([splits, splits[-1] + tf.range(1, n + 1), splits[-1:] + n], axis=0)
+    rows = tf.range(n)
+    order = tf.reshape(tf.stack([tf.where(prefixed, n + rows, 2 * n), rows], axis=1), [-1])
+    values, value_splits = ops.gather_rows(table, table_splits, order)
+    return values, value_splits[::2]
 
 
 def _ranges(sorted_values):
