@@ -264,16 +264,17 @@ class SentencePieceNormalizer(tf.Module):
             lambda: matching.greedy_path(jumps, line_first, longest_line),
             lambda: tf.ones_like(line_first),
         )
-        # The characters of a user-defined symbol on the path are copied as they are.
-        user_starts = ops.indices_where(on_path & user)
-        marks = tf.scatter_nd(
-            tf.concat([user_starts, tf.cast(tf.gather(ends, user_starts), tf.int64)], axis=0)[:, None],
-            tf.concat([tf.ones_like(user_starts), -tf.ones_like(user_starts)], axis=0),
-            tf.cast(size, tf.int64)[None] + 1,
-        )
-        inside_user = tf.cumsum(marks)[:-1] > 0
         replaced = on_path & ruled
-        copied = (on_path & ~ruled) | inside_user
+        copied = on_path & ~ruled
+        if self._user_defined is not None:
+            # The characters of a user-defined symbol on the path are copied as they are.
+            user_starts = ops.indices_where(on_path & user)
+            marks = tf.scatter_nd(
+                tf.concat([user_starts, tf.cast(tf.gather(ends, user_starts), tf.int64)], axis=0)[:, None],
+                tf.concat([tf.ones_like(user_starts), -tf.ones_like(user_starts)], axis=0),
+                tf.cast(size, tf.int64)[None] + 1,
+            )
+            copied |= tf.cumsum(marks)[:-1] > 0
         # Row r of the table: the targets of the rules applied, in order, then each character alone,
         # then an empty row. (Only the targets used: all of them, 225,276 for nmt_nfkc, cost more
         # to copy than a batch of lines.)
@@ -288,8 +289,8 @@ class SentencePieceNormalizer(tf.Module):
         table_splits = tf.concat(
             [target_splits, last + tf.range(1, tf.cast(size, tf.int64) + 1), [last + tf.cast(size, tf.int64)]], axis=0
         )
-        target_row = tf.cumsum(tf.cast(replaced, tf.int32), exclusive=True)
-        row = tf.where(replaced, target_row, tf.where(copied, n_targets + positions, n_targets + size))
+        row = tf.where(copied, n_targets + positions, n_targets + size)
+        row = tf.tensor_scatter_nd_update(row, applied[:, None], tf.range(n_targets))
         values, value_splits = ops.gather_rows(table_values, table_splits, row)
         return values[:, 0], value_splits, values[:, 1], tf.constant(True), on_path
 
