@@ -40,3 +40,25 @@ def test_rare_cond_survives_a_saved_model(tmp_path):
     assert cond.get_attr("_lower_using_switch_merge") is False
     assert int(loaded.f(tf.constant([1, 2, 3]))) == 6
     assert int(loaded.f(tf.constant([7]))) == -1
+
+
+def test_row_ids_with_empty_rows_by_hand():
+    # Rows [], [a b c], [], [d], [e f g], []: values 0-2 in row 1, 3 in row 3, 4-6 in row 4.
+    splits = tf.constant([0, 0, 3, 3, 4, 7, 7], tf.int64)
+    traced = tf.function(ops.row_ids)
+    for run in (ops.row_ids, traced):
+        assert run(splits, 7).numpy().tolist() == [1, 1, 1, 3, 4, 4, 4]
+        assert run(tf.constant([0], tf.int64), 0).numpy().tolist() == []
+        assert run(tf.constant([0, 0, 0], tf.int64), 0).numpy().tolist() == []
+
+
+def test_first_and_last_in_rows_by_hand():
+    # Values in rows 0 0 0 2 2 3 3 3 (row 1 and row 4 empty); the mask holds at 1, 2, 5 and 7:
+    # row 0 -> first 1, last 2; row 1 none; row 2 none (its values are unmarked); row 3 -> 5 and 7.
+    rows = tf.constant([0, 0, 0, 2, 2, 3, 3, 3], tf.int64)
+    mask = tf.constant([False, True, True, False, False, True, False, True])
+    first, last = ops.first_and_last_in_rows(mask, rows, 5)
+    assert first.numpy().tolist() == [1, 8, 8, 5, 8]
+    assert last.numpy().tolist() == [2, -1, -1, 7, -1]
+    first, last = ops.first_and_last_in_rows(tf.zeros([0], tf.bool), tf.zeros([0], tf.int64), 2)
+    assert first.numpy().tolist() == [0, 0] and last.numpy().tolist() == [-1, -1]

@@ -30,6 +30,21 @@ def row_ids(row_splits, size):
     return from_row - from_zero
 
 
+def first_and_last_in_rows(mask, sorted_rows, nrows):
+    """For each of `nrows` rows, the first and the last index `i` where `mask[i]` among the values
+    whose (non-decreasing) row indices are `sorted_rows`: int64 `[nrows]` each, `size(mask)` and
+    -1 where a row has none. One binary search per row, not one segment op over every value."""
+    at = indices_where(mask)
+    rows = tf.gather(tf.cast(sorted_rows, tf.int64), at)
+    wanted = tf.range(tf.cast(nrows, tf.int64))
+    count = tf.size(at, out_type=tf.int64)
+    first = tf.searchsorted(rows, wanted, side="left", out_type=tf.int64)
+    last = tf.searchsorted(rows, wanted, side="right", out_type=tf.int64) - 1
+    has_any = last >= first
+    first = tf.where(has_any, tf.gather(tf.concat([at, [0]], axis=0), tf.minimum(first, count)), tf.size(mask, out_type=tf.int64))
+    return first, tf.where(has_any, tf.gather(tf.concat([at, [0]], axis=0), tf.maximum(last, 0)), -1)
+
+
 def splits_from_row_ids(sorted_row_ids, nrows):
     """Row splits `[nrows + 1]` for values whose (non-decreasing) row indices are `sorted_row_ids`."""
     return tf.searchsorted(

@@ -159,7 +159,8 @@ class SentencePieceNormalizer(tf.Module):
             chunk_lengths = tf.gather(value_splits, tf.concat([chunk_starts[1:], [size]], axis=0)) - first_value
             lone_space = (chunk_lengths == 1) & (tf.gather(tf.concat([values, [0]], axis=0), first_value) == _SPACE)
             chunk_lines = tf.gather(ops.row_ids(splits, size), chunk_starts)
-            first = tf.math.unsorted_segment_min(tf.where(lone_space, size, chunk_starts), chunk_lines, n)
+            first_chunk, _ = ops.first_and_last_in_rows(~lone_space, chunk_lines, n)
+            first = tf.gather(tf.concat([chunk_starts, [size]], axis=0), first_chunk)
             # Lines of lone spaces only normalize to nothing: their prefix goes too.
             prefix_sources = tf.gather(tf.concat([starts, [0]], axis=0), tf.minimum(first, size))
         spans = sources, prefix_sources, tf.cast(tf.strings.length(strings), tf.int64)
@@ -191,17 +192,15 @@ class SentencePieceNormalizer(tf.Module):
         if spans is not None:
             sources, prefix_sources, line_ends = spans
         if spec.remove_extra_whitespaces:
-            # Trailing spaces: kept characters with no kept non-space at or after them in their line.
-            other = tf.cast(keep & (values != space_symbol), tf.int64)
-            others_so_far = tf.cumsum(other)
-            line_total = tf.math.segment_max(others_so_far, rows)
-            trailing = keep & (tf.gather(line_total, rows) - others_so_far + other <= 0)
+            # Trailing spaces: kept characters after the last kept non-space of their line.
+            _, last_other = ops.first_and_last_in_rows(keep & (values != space_symbol), rows, n)
+            trailing = keep & (tf.range(size, dtype=tf.int64) > tf.gather(last_other, rows))
             keep &= ~trailing
             if spans is not None:
-                first_trailing = tf.math.unsorted_segment_min(tf.where(trailing, tf.range(size), size), rows, n)
+                first_trailing, _ = ops.first_and_last_in_rows(trailing, rows, n)
                 line_ends = tf.where(
-                    first_trailing < size,
-                    tf.gather(tf.concat([sources, [0]], axis=0), tf.minimum(first_trailing, size)),
+                    first_trailing < tf.size(trailing, out_type=tf.int64),
+                    tf.gather(tf.concat([sources, [0]], axis=0), first_trailing),
                     line_ends,
                 )
         kept = ops.indices_where(keep)
@@ -275,23 +274,21 @@ class SentencePieceNormalizer(tf.Module):
                 tf.cast(size, tf.int64)[None] + 1,
             )
             copied |= tf.cumsum(marks)[:-1] > 0
-        # Row r of the table: the targets of the rules applied, in order, then each character alone,
-        # then an empty row. (Only the targets used: all of them, 225,276 for nmt_nfkc, cost more
-        # to copy than a batch of lines.)
+        # The table: the targets of the rules applied, in order, then the characters. (Only the
+        # targets used: all of them, 225,276 for nmt_nfkc, cost more to copy than a batch of lines.)
         applied = ops.indices_where(replaced)
         targets, target_splits = ops.gather_rows(self._target_values, self._target_splits, tf.gather(rule, applied))
-        n_targets = tf.size(applied, out_type=tf.int32)
         # Each value of the table goes with the chunk of the position it stands for.
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
         target_chunks = tf.gather(tf.gather(chunk_of_position, applied), ops.row_ids(target_splits, tf.size(targets)))
         table_values = tf.stack([tf.concat([targets, code_points], axis=0), tf.concat([target_chunks, chunk_of_position], axis=0)], axis=1)
-        last = target_splits[-1]
-        table_splits = tf.concat(
-            [target_splits, last + tf.range(1, tf.cast(size, tf.int64) + 1), [last + tf.cast(size, tf.int64)]], axis=0
-        )
-        row = tf.where(copied, n_targets + positions, n_targets + size)
-        row = tf.tensor_scatter_nd_update(row, applied[:, None], tf.range(n_targets))
-        values, value_splits = ops.gather_rows(table_values, table_splits, row)
+        # Each position reads a range of the table: its rule's targets, itself, or nothing (one range
+        # per position: several times cheaper than a ragged gather of one-value rows).
+        bounds = tf.cast(target_splits, tf.int32)
+        starts = tf.tensor_scatter_nd_update(bounds[-1] + positions, applied[:, None], bounds[:-1])
+        lengths = tf.tensor_scatter_nd_update(tf.cast(copied, tf.int32), applied[:, None], bounds[1:] - bounds[:-1])
+        value_splits, index = tf.raw_ops.RaggedRange(starts=starts, limits=starts + lengths, deltas=tf.constant(1), Tsplits=tf.int64)
+        values = tf.gather(table_values, index)
         return values[:, 0], value_splits, values[:, 1], tf.constant(True), on_path
 
 
