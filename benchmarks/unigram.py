@@ -4,9 +4,10 @@
 
 Models: the shared `sentencepiece-test-unigram-en-1000.model`, and a 7,000-piece unigram model that
 SentencePiece trains here on wikitext-2 test (default `nmt_nfkc`). Text: the non-empty lines of
-wikitext-2 valid, at batch 1024 and batch 1. Every system runs in this process, interleaved, round
-after round; the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio
-tfsubword / system (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
+wikitext-2 valid, at batch 1024 and batch 1, and with byte offsets (`tokenize_with_offsets`, against
+tensorflow-text's) at batch 1024. Every system runs in this process, interleaved, round after round;
+the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio tfsubword / system
+(above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 `--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
 tensorflow-text's kernel splits a batch across threads, which the default runs use.
 
@@ -71,6 +72,22 @@ def systems(model):
         found["tf-text SentencepieceTokenizer"] = lambda texts: theirs(tf.constant(texts))
     except ImportError:
         print("tensorflow-text not installed: skipped")
+    return found
+
+
+def offsets_systems(model):
+    """name -> encode with byte offsets (list of str), for the systems that give them in a graph."""
+    layer = UnigramLayer(model)
+    ours = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    found = {"tfsubword UnigramLayer": lambda texts: ours(tf.constant(texts))}
+    try:
+        import tensorflow_text as text_ops
+
+        tokenizer = text_ops.SentencepieceTokenizer(model)
+        theirs = tf.function(tokenizer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+        found["tf-text SentencepieceTokenizer"] = lambda texts: theirs(tf.constant(texts))
+    except ImportError:
+        pass
     return found
 
 
@@ -159,6 +176,10 @@ def main():
         print("\n| batch 1 | ms per line | tfsubword / system |\n|---|---:|---:|")
         for name, seconds in single.items():
             print(f"| {name} | {1000 * seconds / args.single:.2f} | {single[name] / single[ours]:.2f}x |")
+        with_offsets = measure(offsets_systems(model), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
+        print("\n| tokenize_with_offsets, batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
+        for name, seconds in with_offsets.items():
+            print(f"| {name} | {megabytes / seconds:.2f} | {with_offsets[name] / with_offsets[ours]:.2f}x |")
 
 
 if __name__ == "__main__":
