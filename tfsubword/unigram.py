@@ -115,9 +115,9 @@ class SentencePieceNormalizer(tf.Module):
         return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: split(strings))
 
     def _words_of_normalized(self, strings):
-        """`words` for lines that a split cannot read (a `▁` of the input next to a space, or a tab
-        under identity rules): every line normalized, and its words the runs of characters after
-        each `▁` (the first at the dummy prefix), empty ones too."""
+        """`words` for lines that a split cannot read (a `▁` of the input after a space or another
+        `▁`, or a tab under identity rules): every line normalized, and its words the runs of
+        characters after each `▁` (the first at the dummy prefix), empty ones too."""
         values, value_splits = self.normalize(strings)
         size = tf.size(values, out_type=tf.int64)
         is_space = values == self.space
