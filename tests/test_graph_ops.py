@@ -47,9 +47,9 @@ def test_row_ids_with_empty_rows_by_hand():
     splits = tf.constant([0, 0, 3, 3, 4, 7, 7], tf.int64)
     traced = tf.function(ops.row_ids)
     for run in (ops.row_ids, traced):
-        assert run(splits, 7).numpy().tolist() == [1, 1, 1, 3, 4, 4, 4]
-        assert run(tf.constant([0], tf.int64), 0).numpy().tolist() == []
-        assert run(tf.constant([0, 0, 0], tf.int64), 0).numpy().tolist() == []
+        assert run(splits).numpy().tolist() == [1, 1, 1, 3, 4, 4, 4]
+        assert run(tf.constant([0], tf.int64)).numpy().tolist() == []
+        assert run(tf.constant([0, 0, 0], tf.int64)).numpy().tolist() == []
 
 
 def test_first_and_last_in_rows_by_hand():

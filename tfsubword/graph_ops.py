@@ -15,12 +15,11 @@ def indices_where(mask):
     return tf.reshape(tf.where(mask), [-1])
 
 
-def row_ids(row_splits, size):
-    """For each of the `size` values grouped by `row_splits` (`row_splits[-1] == size`), the index of
-    its row (int64). Two ranges over each row, one counting from the row's index and one from 0,
-    differ by the row's index: linear time, where a binary search per value is not (several times
-    slower on rows of a few values or more, no faster on rows of one)."""
-    del size  # implied by row_splits
+def row_ids(row_splits):
+    """For each value grouped by `row_splits`, the index of its row (int64). Two ranges over each
+    row, one counting from the row's index and one from 0, differ by the row's index: linear time,
+    where a binary search per value is not (several times slower on rows of a few values or more,
+    no faster on rows of one)."""
     row_splits = tf.cast(row_splits, tf.int64)
     lengths = row_splits[1:] - row_splits[:-1]
     rows = tf.range(tf.size(lengths, out_type=tf.int64))
@@ -41,8 +40,9 @@ def first_and_last_in_rows(mask, sorted_rows, nrows):
     first = tf.searchsorted(rows, wanted, side="left", out_type=tf.int64)
     last = tf.searchsorted(rows, wanted, side="right", out_type=tf.int64) - 1
     has_any = last >= first
-    first = tf.where(has_any, tf.gather(tf.concat([at, [0]], axis=0), tf.minimum(first, count)), tf.size(mask, out_type=tf.int64))
-    return first, tf.where(has_any, tf.gather(tf.concat([at, [0]], axis=0), tf.maximum(last, 0)), -1)
+    at = tf.concat([at, [0]], axis=0)  # read where a row has none
+    first = tf.where(has_any, tf.gather(at, tf.minimum(first, count)), tf.size(mask, out_type=tf.int64))
+    return first, tf.where(has_any, tf.gather(at, tf.maximum(last, 0)), -1)
 
 
 def splits_from_row_ids(sorted_row_ids, nrows):

@@ -96,7 +96,7 @@ class BertNormalizer(tf.Module):
         `sources` (int64, one per output code point) is the index, in `code_points`, of the character each
         output code point comes from: the way back to offsets in the original text.
         """
-        rows = ops.row_ids(splits, tf.size(code_points))
+        rows = ops.row_ids(splits)
         entries = self._entries.lookup(code_points)
         known = entries >= 0
 

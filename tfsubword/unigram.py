@@ -98,11 +98,12 @@ class SentencePieceNormalizer(tf.Module):
         def with_ruled_lines():
             values, value_splits = self.normalize(tf.gather(strings, ruled))
             # The split finds the words of a normalized line if every `▁` is followed by a character
-            # of its word (the next line starts with one) and no character is one it splits at.
+            # of its word (the next line starts with one) and no character is one it splits at (the
+            # space is not: `splits_words` escapes every one).
             is_space = values == self.space
             following = tf.concat([values[1:], [self.space]], axis=0)
             splittable = ~tf.reduce_any(
-                (is_space & (following == self.space)) | (values == _SPACE) | ((values >= _SPLIT_WHITESPACE[0]) & (values <= _SPLIT_WHITESPACE[-1]))
+                (is_space & (following == self.space)) | ((values >= _SPLIT_WHITESPACE[0]) & (values <= _SPLIT_WHITESPACE[-1]))
             )
             spaced = tf.RaggedTensor.from_row_splits(tf.where(is_space, _SPACE, values), value_splits, validate=False)
             return ops.rare_cond(
@@ -125,7 +126,7 @@ class SentencePieceNormalizer(tf.Module):
         count = tf.size(starts, out_type=tf.int64)
         inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
         inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
-        word_lines = tf.searchsorted(value_splits[1:], starts, side="right", out_type=tf.int64)
+        word_lines = tf.gather(ops.row_ids(value_splits), starts)
         return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64)), word_lines
 
     def normalize(self, strings, offsets=False):
@@ -145,7 +146,7 @@ class SentencePieceNormalizer(tf.Module):
         )
         values, value_splits, chunks, rewritten, on_path = self._rewrite(code_points, splits, invalid)
         n = tf.size(splits, out_type=tf.int64) - 1
-        rows = ops.row_ids(tf.gather(value_splits, splits), tf.size(values))
+        rows = ops.row_ids(tf.gather(value_splits, splits))
         nonempty_input = tf.strings.length(strings) > 0
         if not offsets:
             return self._whitespace(values, rows, n, chunks, rewritten, nonempty_input)
@@ -158,7 +159,7 @@ class SentencePieceNormalizer(tf.Module):
             first_value = tf.gather(value_splits, chunk_starts)
             chunk_lengths = tf.gather(value_splits, tf.concat([chunk_starts[1:], [size]], axis=0)) - first_value
             lone_space = (chunk_lengths == 1) & (tf.gather(tf.concat([values, [0]], axis=0), first_value) == _SPACE)
-            chunk_lines = tf.gather(ops.row_ids(splits, size), chunk_starts)
+            chunk_lines = tf.gather(ops.row_ids(splits), chunk_starts)
             first_chunk, _ = ops.first_and_last_in_rows(~lone_space, chunk_lines, n)
             first = tf.gather(tf.concat([chunk_starts, [size]], axis=0), first_chunk)
             # Lines of lone spaces only normalize to nothing: their prefix goes too.
@@ -240,7 +241,7 @@ class SentencePieceNormalizer(tf.Module):
     def _rewrite_rules(self, code_points, splits, initial, invalid):
         size = tf.size(code_points)
         positions = tf.range(size)
-        rows = ops.row_ids(splits, size)
+        rows = ops.row_ids(splits)
         limits = tf.cast(tf.gather(splits[1:], rows), tf.int32)
         # A match ends before an invalid byte (no key holds one).
         limits = tf.cond(
@@ -280,7 +281,7 @@ class SentencePieceNormalizer(tf.Module):
         targets, target_splits = ops.gather_rows(self._target_values, self._target_splits, tf.gather(rule, applied))
         # Each value of the table goes with the chunk of the position it stands for.
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
-        target_chunks = tf.gather(tf.gather(chunk_of_position, applied), ops.row_ids(target_splits, tf.size(targets)))
+        target_chunks = tf.gather(tf.gather(chunk_of_position, applied), ops.row_ids(target_splits))
         table_values = tf.stack([tf.concat([targets, code_points], axis=0), tf.concat([target_chunks, chunk_of_position], axis=0)], axis=1)
         # Each position reads a range of the table: its rule's targets, itself, or nothing (one range
         # per position: several times cheaper than a ragged gather of one-value rows).
@@ -320,7 +321,7 @@ def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     the code points, the byte offset where each starts, the row splits, and the positions (int64,
     sorted) of the U+FFFD that stand for invalid bytes."""
     size = tf.size(code_points, out_type=tf.int64)
-    rows = ops.row_ids(splits, size)
+    rows = ops.row_ids(splits)
     lengths = tf.cast(tf.strings.length(strings), tf.int64)
     next_starts = tf.concat([starts[1:], [0]], axis=0)
     last = tf.range(size) == tf.gather(splits[1:], rows) - 1
@@ -585,7 +586,7 @@ class UnigramLayer(TokenizerLayer):
         first = ends - chars
         sources = tf.concat([sources, [0]], axis=0)  # the end of the last text reads the 0
         starts = tf.gather(sources, first)
-        lines = ops.row_ids(id_splits, tf.size(ids))
+        lines = ops.row_ids(id_splits)
         ends = tf.where(ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(sources, ends))
         if viterbi.byte_ids is not None:
             # The byte pieces of an unknown character: all but the last are empty, at its start.
@@ -721,7 +722,7 @@ class Viterbi(tf.Module):
             starts, word_splits = _word_starts(code_points, splits, self._space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, tf.concat([starts, ends[-1:]], axis=0), validate=False), "UTF-8")
-            word_lines = ops.row_ids(word_splits, tf.size(words))
+            word_lines = ops.row_ids(word_splits)
             ids, id_splits = self._by_words(
                 words, word_splits, word_lines, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="", merge=merge
             )
@@ -819,7 +820,7 @@ class Viterbi(tf.Module):
         # is off by at most half an ulp per piece (at most one per character).
         occurrences = tf.gather(occurrence, in_lines)
         before = tf.cumsum(tf.stack([tf.gather(total, occurrences), tf.cast(tf.gather(length, occurrences), tf.float64)], axis=1), axis=0, exclusive=True)
-        before -= tf.gather(before, tf.gather(spans.row_splits, ops.row_ids(spans.row_splits, tf.size(in_lines))))
+        before -= tf.gather(before, tf.gather(spans.row_splits, ops.row_ids(spans.row_splits)))
         before_score, before_chars = tf.unstack(tf.gather(before, tf.searchsorted(in_lines, suspects)), axis=1)
         words = tf.gather(occurrence, suspects)
         word_length = tf.cast(tf.gather(length, words), tf.float64)
@@ -850,7 +851,7 @@ class Viterbi(tf.Module):
         padded = tf.RaggedTensor.from_row_splits(tf.gather(self._scores[tf.float32], earlier_ids), row_splits, validate=False).to_tensor(0.0)
         columns = tf.range(tf.shape(padded)[1])
         # Each earlier occurrence: its row, the column of its first piece and its number of pieces.
-        row = ops.row_ids(earlier.row_splits, tf.size(words))
+        row = ops.row_ids(earlier.row_splits)
         first = tf.cast(occurrence_splits[:-1] - tf.gather(row_splits, row), tf.int32)
         count = tf.cast(occurrence_splits[1:] - occurrence_splits[:-1], tf.int32)
         # No score inside a word moves further than this from the score before it.
@@ -924,7 +925,7 @@ class Viterbi(tf.Module):
         width = self._width
         size = tf.size(code_points)
         n = tf.size(splits) - 1
-        rows = tf.cast(ops.row_ids(splits, size), tf.int32)
+        rows = tf.cast(ops.row_ids(splits), tf.int32)
         row_starts = tf.cast(splits[:-1], tf.int32)
         limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
@@ -1079,7 +1080,7 @@ def word_counter(normalizer_spec):
             word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
             word_values = tf.RaggedTensor.from_row_splits(values, word_splits, validate=False)
             words = tf.strings.unicode_encode(word_values, "UTF-8")
-            lines_of_words = ops.row_ids(line_splits, tf.size(words))
+            lines_of_words = ops.row_ids(line_splits)
         last = lines_of_words != tf.concat([lines_of_words, [-1]], axis=0)[1:]
         return tf.strings.join([words, tf.where(last, " ", "")])
 
@@ -1091,14 +1092,14 @@ def _word_starts(code_points, splits, space):
     the row splits grouping those words into lines."""
     size = tf.size(code_points)
     position = tf.range(tf.cast(size, tf.int64))
-    rows = ops.row_ids(splits, size)
+    rows = ops.row_ids(splits)
     starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (code_points == space))
     return starts, ops.splits_from_row_ids(tf.gather(rows, starts), tf.size(splits, out_type=tf.int64) - 1)
 
 
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
-    rows = ops.row_ids(splits, tf.size(ids))
+    rows = ops.row_ids(splits)
     kept = _first_of_unknown_runs(ids, rows, unknown_id)
     return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
 
@@ -1111,7 +1112,7 @@ def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
     unknown = ids == unknown_id
     lengths = tf.where(unknown, 1 + sum(tf.cast(characters >= bound, tf.int32) for bound in (0x80, 0x800, 0x10000)), 1)
     piece_splits = tf.concat([[0], tf.cumsum(tf.cast(lengths, tf.int64))], axis=0)
-    old = ops.row_ids(piece_splits, piece_splits[-1])
+    old = ops.row_ids(piece_splits)
     index = tf.cast(tf.range(piece_splits[-1]) - tf.gather(piece_splits, old), tf.int32)  # of the byte in its character
     length, character = tf.gather(lengths, old), tf.gather(characters, old)
     bits = tf.bitwise.right_shift(character, 6 * (length - 1 - index))

@@ -139,7 +139,7 @@ class WordPieceLayer(TokenizerLayer):
         pieces, piece_splits = self._segment(words.flat_values, char_splits, spans=True)
         ids, first_char, end_char = tf.unstack(pieces, num=3, axis=1)
         # A character ends where the next one starts, or where its text ends.
-        text_of_char = ops.row_ids(splits, tf.size(code_points))
+        text_of_char = ops.row_ids(splits)
         last_of_text = tf.range(tf.size(code_points, out_type=tf.int64)) == tf.gather(splits[1:] - 1, text_of_char)
         text_lengths = tf.cast(tf.strings.length(strings), tf.int64)
         byte_ends = tf.where(
@@ -168,7 +168,7 @@ class WordPieceLayer(TokenizerLayer):
         if spans:
             # Pieces of the missed words were placed relative to the gathered words: move them back.
             shift = tf.gather(splits, misses) - missed_splits[:-1]
-            shift = tf.cast(tf.gather(shift, ops.row_ids(piece_splits, tf.shape(pieces)[0])), tf.int32)
+            shift = tf.cast(tf.gather(shift, ops.row_ids(piece_splits)), tf.int32)
             pieces = pieces + tf.stack([tf.zeros_like(shift), shift, shift], axis=1)
             bounds = tf.cast(splits, tf.int32)
             whole_ids = tf.stack([whole_ids, bounds[:-1], bounds[1:]], axis=1)
@@ -181,7 +181,7 @@ class WordPieceLayer(TokenizerLayer):
         (id, first character, end character) instead of ids. An unknown word's span is the word.
         """
         size = tf.size(code_points)
-        rows = ops.row_ids(splits, size)
+        rows = ops.row_ids(splits)
         word_bounds = tf.cast(splits, tf.int32)
         starts = tf.gather(word_bounds, rows)
         limits = tf.gather(word_bounds[1:], rows)
