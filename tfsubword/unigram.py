@@ -961,7 +961,18 @@ class Viterbi(tf.Module):
         # The winner is kept as the length of its piece; with `gaps`, also its lead over the others.
         #
         # Each step's reach, active rows and whether the oldest row of `best` leaves (from step width).
-        plan = tf.stack([reach, active_per_step, tf.cast(tf.range(1, longest + 1) >= width, tf.int32)], axis=1)
+        # The loop takes two steps per iteration, which halves the loop's own ops per step; an odd
+        # number of steps gets one more, over no rows.
+        steps_run = longest + longest % 2
+        step_numbers = tf.range(1, steps_run + 1)
+        plan = tf.stack(
+            [
+                tf.minimum(step_numbers, width),
+                tf.concat([active_per_step, tf.zeros([longest % 2], tf.int32)], axis=0),
+                tf.cast(step_numbers >= width, tf.int32),
+            ],
+            axis=1,
+        )
 
         # In single precision, SentencePiece (0.2.3) moves its scores to a new origin whenever the
         # best score at the start it is about to extend exceeds _RESET in magnitude: that score is
@@ -994,11 +1005,11 @@ class Viterbi(tf.Module):
                 best = tf.concat([best[leaving:], top[None, :]], axis=0)
                 return (t + 1, best, winners.write(t - 1, reach_t - winner), *extra)
 
-            extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype), array(dtype)) if gaps else ())
+            extra = ((tf.zeros([1, n], dtype),) if resets else ()) + ((array(dtype, steps_run), array(dtype, steps_run)) if gaps else ())
             _, _, winners, *extra = tf.while_loop(
-                lambda t, *_: t <= longest,
-                step,
-                (1, start, array(tf.int32)) + extra,
+                lambda t, *_: t < steps_run,
+                lambda *state: step(*step(*state)),
+                (1, start, array(tf.int32, steps_run)) + extra,
                 shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), None)
                 + ((tf.TensorShape([None, None]),) if resets else ())
                 + ((None, None) if gaps else ()),
@@ -1006,8 +1017,8 @@ class Viterbi(tf.Module):
             # Per record: the winner, and with `gaps` the best score and the lead over the runner-up.
             return (by_record(winners, tf.int32),) + ((by_record(extra[-2], dtype), by_record(extra[-1], dtype)) if gaps else ())
 
-        def array(dtype):
-            return tf.TensorArray(dtype, size=longest, infer_shape=False, element_shape=[None])
+        def array(dtype, size):
+            return tf.TensorArray(dtype, size=size, infer_shape=False, element_shape=[None])
 
         def by_record(records, dtype):
             return tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype))
@@ -1033,7 +1044,7 @@ class Viterbi(tf.Module):
             _, _, taken = tf.while_loop(
                 lambda t, *_: t > 0,
                 back,
-                (longest, sorted_lengths, array(tf.bool)),
+                (longest, sorted_lengths, array(tf.bool, longest)),
                 shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), None),
             )
             return tf.gather(by_record(taken, tf.bool), record)
