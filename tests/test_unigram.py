@@ -346,6 +346,23 @@ def test_offsets_by_hand():
     ids, starts, ends = layer.tokenize_with_offsets(["\uff54he", "txy\u00e9t"])
     assert ids.to_list() == [[1], [2, 3, 0, 3]]
     assert starts.to_list() == [[0], [0, 0, 1, 5]] and ends.to_list() == [[5], [0, 1, 5, 6]]
+    # Texts without pieces, alone in a batch.
+    for texts in ([""], ["", "   "], tf.constant([], tf.string)):
+        assert [r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts))] == [[[]] * len(texts)] * 3
+
+
+def test_offsets_where_a_word_space_is_unknown():
+    """Without a "▁" piece, the `▁` of a word that no "▁..." piece starts is an unknown piece, merged
+    with unknown characters after it: offsets then tell the words of the pieces apart otherwise.
+    Plain lines and ruled ones ("ｔ" has a rule), with extra spaces, against SentencePiece."""
+    vocab = [("<unk>", 0.0), ("\u2581the", -1.0), ("t", -3.0), ("h", -3.0), ("e", -3.0)]
+    layer = UnigramLayer(vocab, normalization="nmt_nfkc")
+    reference = spm_module().SentencePieceProcessor(model_proto=layer.serialized_model())
+    texts = ["the  het", "  het the ", "x the", "\uff54he tt", "", "   ", "eh  \u2603 \u2603", "the"]
+    expected = [[(piece.id, piece.begin, piece.end) for piece in text.pieces] for text in reference.encode(texts, return_type="proto")]
+    assert expected[0][1][0] == expected[2][0][0] == 0  # "▁" of "▁het", "▁x": unknown
+    ids, starts, ends = tf.function(layer.tokenize_with_offsets)(tf.constant(texts))
+    assert [list(zip(*row)) for row in zip(ids.to_list(), starts.to_list(), ends.to_list())] == expected
 
 
 def test_offsets_follow_the_output_shape():

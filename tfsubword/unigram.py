@@ -89,7 +89,7 @@ class SentencePieceNormalizer(tf.Module):
         touch (most lines) are split at spaces as they are; the others are normalized first and put
         back in their place with spaces for `▁`, so that one split reads every line.
         """
-        ruled = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain_line))
+        ruled = ops.indices_where(~self.plain(strings))
 
         def split(lines):
             words = tf.strings.split(lines)
@@ -114,6 +114,12 @@ class SentencePieceNormalizer(tf.Module):
 
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines (measured slower as an If).
         return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: split(strings))
+
+    def plain(self, strings):
+        """Whether each string has no character that a rule, a user-defined symbol or the invalid-UTF-8
+        rule could touch, nor one that `tf.strings.split` splits at other than U+0020 (with
+        `splits_words`, its words are then its space-separated parts as they are)."""
+        return tf.strings.regex_full_match(strings, self._plain_line)
 
     def _words_of_normalized(self, strings):
         """`words` for lines that a split cannot read (a `▁` of the input after a space or another
@@ -559,6 +565,13 @@ class UnigramLayer(TokenizerLayer):
         )
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
+        # For offsets of words: which pieces start a word; the unknown piece does not if `▁` is a piece.
+        self._starts_word = None
+        if space in {pieces[i] for i in matched}:
+            starts_word = np.zeros(len(pieces), bool)
+            starts_word[matched] = [pieces[i].startswith(space) for i in matched]
+            with tf.init_scope():
+                self._starts_word = tf.constant(starts_word)
 
     # Encoding.
 
@@ -574,36 +587,132 @@ class UnigramLayer(TokenizerLayer):
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def _tokenize_strings_with_offsets(self, strings):
-        # Every text goes through the whole normalizer, which tells where each character comes from;
-        # a piece spans from the source of its first character to that of the character after it
-        # (or the end of its text), as SentencePiece's begin and end.
+        # A piece spans from the source of its first normalized character to that of the character
+        # after it (or the end of its text), as SentencePiece's begin and end.
+        normalizer = self._normalizer
+        if not (normalizer.splits_words and self._viterbi.by_words):
+            return _as_ragged(*self._offsets_of_normalized(strings))
+        # Plain lines (most) are split into words, which say where their characters come from; the
+        # others go through the whole normalizer, and take their place in the output.
+        plain = normalizer.plain(strings)
+        spans = self._offsets_of_words(tf.where(plain, strings, ""))
+        ruled = ops.indices_where(~plain)
+
+        def with_ruled_lines():
+            values = tf.stack([tf.cast(spans[0], tf.int64), spans[1], spans[2]], axis=1)
+            ids, starts, ends, splits = self._offsets_of_normalized(tf.gather(strings, ruled))
+            n = tf.size(strings, out_type=tf.int64)
+            table = tf.concat([values, tf.stack([tf.cast(ids, tf.int64), starts, ends], axis=1)], axis=0)
+            table_splits = tf.concat([spans[3], spans[3][-1] + splits[1:]], axis=0)
+            rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
+            values, splits = ops.gather_rows(table, table_splits, rows)
+            ids, starts, ends = tf.unstack(values, num=3, axis=1)
+            return tf.cast(ids, tf.int32), starts, ends, splits
+
+        # Inlined, not `ops.rare_cond`: most large batches have ruled lines.
+        return _as_ragged(*tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: spans))
+
+    def _offsets_of_words(self, strings):
+        """`_offsets_of_normalized` for plain lines (see `SentencePieceNormalizer.plain`): a split at
+        every space finds their words and where each is; a line normalizes to the `▁` and the
+        characters of each of its words in turn. A character comes from its own byte; a `▁` from the
+        space after the word before it (the first of a run: extra ones are removed), the first one
+        (the dummy prefix) from the line's first word. A piece that ends a word ends where the word
+        does: at the next `▁`'s source, or at the end of the line (its last byte, or the first of
+        its trailing spaces). Needs `splits_words` and segmenting by words."""
+        tokens = tf.strings.split(strings, sep=" ")  # every line has one at least; "" between two spaces
+        token_splits = tokens.row_splits
+        token_lines = ops.row_ids(token_splits)
+        lengths = tf.strings.length(tokens.flat_values)
+        # Each token's first byte, counted over all lines, then from its line's first token.
+        from_first = tf.cumsum(tf.cast(lengths, tf.int64) + 1, exclusive=True)
+        positions = from_first - tf.gather(from_first, tf.gather(token_splits, token_lines))
+        words = ops.indices_where(lengths > 0)
+        word_lines = tf.gather(token_lines, words)
+        word_splits = ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64))
+        word_starts = tf.gather(positions, words)
+        word_ends = word_starts + tf.cast(tf.gather(lengths, words), tf.int64)
+        normalizer = self._normalizer
+        ids, id_splits, distinct = self._viterbi.segment_words(
+            tf.gather(tokens.flat_values, words),
+            word_splits,
+            word_lines,
+            lambda lines: normalizer.normalize(tf.gather(strings, lines)),
+            merge=False,
+            distinct=True,
+        )
+        # The pieces cover the words in order, each word's first piece from its `▁`: those pieces
+        # number the words of the pieces (or a mark at the first character of each word, if the
+        # `▁` could be an unknown piece).
+        occurrence = distinct["occurrence"]
+        word_values = tf.gather(distinct["splits"], occurrence)  # where each word's characters start
+        word_chars = tf.gather(distinct["splits"][1:], occurrence) - word_values
+        char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)
+        chars = tf.gather(self._viterbi.piece_chars, ids)
+        piece_ends = tf.cumsum(chars)
+        piece_starts = piece_ends - chars
+        if self._starts_word is not None:
+            word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids), tf.int64)) - 1
+        else:
+            marks = tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:])
+            word = tf.cumsum(tf.gather(marks, piece_starts)) - 1
+        first_char, end_char = (tf.gather(word_values - char_splits[:-1], word) + at for at in (piece_starts, piece_ends))
+        # The byte where each character starts in its word (the `▁` of a distinct word has 3 bytes).
+        in_word = tf.concat([distinct["starts"] - len(SPACE_SYMBOL.encode()), [0]], axis=0)
+        piece_word_starts = tf.gather(word_starts, word)
+        first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == tf.gather(word_splits, word_lines)
+        space_sources = tf.where(first_in_line, word_starts, tf.concat([[0], word_ends[:-1]], axis=0))
+        starts = tf.where(
+            piece_starts == tf.gather(char_splits, word), tf.gather(space_sources, word), piece_word_starts + tf.gather(in_word, first_char)
+        )
+        ends = tf.where(
+            piece_ends == tf.gather(char_splits[1:], word), tf.gather(word_ends, word), piece_word_starts + tf.gather(in_word, end_char)
+        )
+        characters = tf.gather(distinct["values"], first_char) if self._viterbi.byte_ids is not None else None
+        return self._unknown_spans(ids, id_splits, starts, ends, characters)
+
+    def _offsets_of_normalized(self, strings):
+        """`[n]` strings -> (ids int32, starts int64, ends int64, row splits int64) of their pieces:
+        every text goes through the whole normalizer, which says where each character comes from."""
         values, splits, sources, line_ends = self._normalizer.normalize(strings, offsets=True)
-        viterbi = self._viterbi
-        ids, id_splits = viterbi(values, splits, merge=False)
+        ids, id_splits = self._viterbi(values, splits, merge=False)
+        return self._spans(ids, id_splits, values, splits, sources, line_ends)
+
+    def _spans(self, ids, id_splits, values, splits, sources, line_ends):
+        """Pieces (ids, row splits; unknown ones one per character) over normalized texts (the
+        code points `values`, needed with byte fallback only, and row `splits`) -> (ids, starts,
+        ends, row splits) as SentencePiece gives them. `sources`: where each normalized character
+        comes from; `line_ends`: where each text ends."""
         # The pieces of each text cover it in order, so their ends are a running sum over all texts.
-        chars = tf.gather(viterbi.piece_chars, ids)
+        chars = tf.gather(self._viterbi.piece_chars, ids)
         ends = tf.cumsum(chars)
         first = ends - chars
         sources = tf.concat([sources, [0]], axis=0)  # the end of the last text reads the 0
         starts = tf.gather(sources, first)
         lines = ops.row_ids(id_splits)
         ends = tf.where(ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(sources, ends))
+        characters = tf.gather(values, first) if self._viterbi.byte_ids is not None else None
+        return self._unknown_spans(ids, id_splits, starts, ends, characters, lines)
+
+    def _unknown_spans(self, ids, id_splits, starts, ends, characters, lines=None):
+        """Pieces with unknown ones one per character, with their spans -> the same as SentencePiece
+        gives them: with byte fallback, each unknown one becomes the byte pieces of its character
+        (`characters`: the first character of each piece); otherwise consecutive ones become one."""
+        viterbi = self._viterbi
         if viterbi.byte_ids is not None:
             # The byte pieces of an unknown character: all but the last are empty, at its start.
-            ids, new_splits, old, last = _unknowns_as_bytes(ids, tf.gather(values, first), self._unknown_id, viterbi.byte_ids)
+            ids, new_splits, old, last = _unknowns_as_bytes(ids, characters, self._unknown_id, viterbi.byte_ids)
             starts = tf.gather(starts, old)
             ends = tf.where(last, tf.gather(ends, old), starts)
-            id_splits = tf.gather(new_splits, id_splits)
-            return tuple(tf.RaggedTensor.from_row_splits(values, id_splits, validate=False) for values in (ids, starts, ends))
+            return ids, starts, ends, tf.gather(new_splits, id_splits)
         # Consecutive unknown pieces become one, from the start of the first to the end of the last.
-        kept = _first_of_unknown_runs(ids, lines, self._unknown_id)
-        run = tf.cumsum(tf.scatter_nd(kept[:, None], tf.ones_like(kept), tf.shape(ids, out_type=tf.int64))) - 1
-        ends = tf.math.unsorted_segment_max(ends, run, tf.size(kept))
+        lines = ops.row_ids(id_splits) if lines is None else lines
+        stays = _stays_after_unknown_runs(ids, lines, self._unknown_id)
+        kept = ops.indices_where(stays)
+        # A run ends where its last piece does, before the next that stays (pieces end in order in a line).
+        ends = tf.gather(ends, tf.concat([kept, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1)
         id_splits = ops.splits_from_row_ids(tf.gather(lines, kept), tf.size(id_splits, out_type=tf.int64) - 1)
-        return tuple(
-            tf.RaggedTensor.from_row_splits(values, id_splits, validate=False)
-            for values in (tf.gather(ids, kept), tf.gather(starts, kept), ends)
-        )
+        return tf.gather(ids, kept), tf.gather(starts, kept), ends, id_splits
 
     def _detokenize_tokens(self, tokens):
         """Pieces -> text as SentencePiece decodes it: control pieces vanish, the unknown piece is
@@ -728,12 +837,15 @@ class Viterbi(tf.Module):
             )
         return ids, id_splits
 
-    def segment_words(self, words, word_splits, word_lines, normalize_lines):
+    def segment_words(self, words, word_splits, word_lines, normalize_lines, merge=True, distinct=False):
         """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
         int64). `normalize_lines(indices)` gives the normalized code points of some lines, to segment
-        them whole where rounding could matter."""
-        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix=chr(self._space))
+        them whole where rounding could matter. With `distinct`, also the distinct words with their
+        `▁`: a dict of their code points ("values", int32), the byte where each starts in its word
+        ("starts", int64), their row splits ("splits") and the distinct word of each word
+        ("occurrence", int64)."""
+        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix=chr(self._space), merge=merge, distinct=distinct)
 
     def _exact(self, code_points, splits, merge=True):
         paths = self._best_paths(code_points, splits, tf.float32)
@@ -751,12 +863,15 @@ class Viterbi(tf.Module):
         ids, piece_splits, _, _ = _unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
         return ids, tf.gather(piece_splits, splits)
 
-    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True):
+    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False):
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
         n_distinct = tf.size(distinct_words, out_type=tf.int64)
-        distinct_values, distinct_splits = ops.decode_utf8(distinct_words)
+        if distinct:
+            distinct_values, distinct_starts, distinct_splits = ops.decode_utf8_with_offsets(distinct_words)
+        else:
+            distinct_values, distinct_splits = ops.decode_utf8(distinct_words)
 
         paths = self._best_paths(distinct_values, distinct_splits, tf.float64, gaps=True)
         path_words = paths["rows"]
@@ -802,11 +917,13 @@ class Viterbi(tf.Module):
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
             lambda: (values, line_splits),
         )
-        if not merge or self.byte_ids is not None:
-            return values, line_splits
-        return tf.cond(
-            starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
-        )
+        if merge and self.byte_ids is None:
+            values, line_splits = tf.cond(
+                starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
+            )
+        if distinct:
+            return values, line_splits, {"values": distinct_values, "starts": distinct_starts, "splits": distinct_splits, "occurrence": occurrence}
+        return values, line_splits
 
     def _fragile(self, suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length):
         """Which of the word occurrences `suspects` (sorted) could be segmented differently in single
@@ -1098,6 +1215,10 @@ def word_counter(normalizer_spec):
     return batch_counter(words_of)
 
 
+def _as_ragged(ids, starts, ends, splits):
+    return tuple(tf.RaggedTensor.from_row_splits(values, splits, validate=False) for values in (ids, starts, ends))
+
+
 def _word_starts(code_points, splits, space):
     """Where the words of normalized texts start (at a space symbol, or at the start of a line), and
     the row splits grouping those words into lines."""
@@ -1111,7 +1232,7 @@ def _word_starts(code_points, splits, space):
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
     rows = ops.row_ids(splits)
-    kept = _first_of_unknown_runs(ids, rows, unknown_id)
+    kept = ops.indices_where(_stays_after_unknown_runs(ids, rows, unknown_id))
     return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
 
 
@@ -1154,11 +1275,11 @@ def _check_byte_pieces(model):
         raise ValueError(f"A `byte_fallback` model needs the 256 byte pieces <0x00> to <0xFF>; this one lacks {len(missing)}, {missing[0]!r} first.")
 
 
-def _first_of_unknown_runs(ids, rows, unknown_id):
-    """The positions (int64) of the pieces that stay when consecutive unknown pieces of a row
-    (`rows`: the row of each piece) become one: all but the unknown pieces after another."""
+def _stays_after_unknown_runs(ids, rows, unknown_id):
+    """Whether each piece stays when consecutive unknown pieces of a row (`rows`: the row of each
+    piece) become one: all but the unknown pieces after another."""
     previous_unknown = tf.concat([[False], (ids[:-1] == unknown_id) & (rows[:-1] == rows[1:])], axis=0)
-    return ops.indices_where(~((ids == unknown_id) & previous_unknown))
+    return ~((ids == unknown_id) & previous_unknown)
 
 
 def _looks_like_text(data):
