@@ -202,6 +202,11 @@ def test_words_a_split_cannot_read():
     assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
     splittable = ["the cat", "ﬁne day", "plain words here", "① and ② ｶﾞ"]
     assert encode(tf.constant(splittable)).to_list() == reference.encode(splittable)
+    # `tokenize_with_offsets` splits normalized ruled lines at every space: there an empty word is a
+    # lone "▁". The same spans as SentencePiece's, in one batch and line by line.
+    lines += ["\u2581\u2581ﬁ", "ﬁ \u2581", "  ﬁ\u2581\u2581x  "]
+    assert offsets_encoder("shared")(lines) == reference_spans("shared", lines)
+    assert [offsets_encoder("shared")([line])[0] for line in lines] == reference_spans("shared", lines)
 
 
 def test_invalid_utf8_by_hand():

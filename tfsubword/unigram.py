@@ -592,42 +592,46 @@ class UnigramLayer(TokenizerLayer):
         normalizer = self._normalizer
         if not (normalizer.splits_words and self._viterbi.by_words):
             return _as_ragged(*self._offsets_of_normalized(strings))
-        # Plain lines (most) are split into words, which say where their characters come from; the
-        # others go through the whole normalizer, and take their place in the output.
-        plain = normalizer.plain(strings)
-        spans = self._offsets_of_words(tf.where(plain, strings, ""))
-        ruled = ops.indices_where(~plain)
+        # Plain lines (most) are split into words as they are, which says where each character comes
+        # from. The others are normalized first, which says it for them, and put back in their place
+        # with spaces for `▁`, so that one split reads every line.
+        ruled = ops.indices_where(~normalizer.plain(strings))
+        space = normalizer.space
 
         def with_ruled_lines():
-            values = tf.stack([tf.cast(spans[0], tf.int64), spans[1], spans[2]], axis=1)
-            ids, starts, ends, splits = self._offsets_of_normalized(tf.gather(strings, ruled))
-            n = tf.size(strings, out_type=tf.int64)
-            table = tf.concat([values, tf.stack([tf.cast(ids, tf.int64), starts, ends], axis=1)], axis=0)
-            table_splits = tf.concat([spans[3], spans[3][-1] + splits[1:]], axis=0)
-            rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
-            values, splits = ops.gather_rows(table, table_splits, rows)
-            ids, starts, ends = tf.unstack(values, num=3, axis=1)
-            return tf.cast(ids, tf.int32), starts, ends, splits
+            values, value_splits, sources, line_ends = normalizer.normalize(tf.gather(strings, ruled), offsets=True)
+            spaced = tf.RaggedTensor.from_row_splits(tf.where(values == space, _SPACE, values), value_splits, validate=False)
+            lines = tf.tensor_scatter_nd_update(strings, ruled[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))
+            return lines, sources, value_splits, line_ends
 
+        no_ruled_lines = strings, tf.zeros([0], tf.int64), tf.zeros([1], tf.int64), tf.zeros([0], tf.int64)
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines.
-        return _as_ragged(*tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: spans))
+        lines, *normalized = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: no_ruled_lines)
+        return _as_ragged(*self._offsets_of_words(lines, strings, ruled, *normalized))
 
-    def _offsets_of_words(self, strings):
-        """`_offsets_of_normalized` for plain lines (see `SentencePieceNormalizer.plain`): a split at
-        every space finds their words and where each is; a line normalizes to the `▁` and the
-        characters of each of its words in turn. A character comes from its own byte; a `▁` from the
-        space after the word before it (the first of a run: extra ones are removed), the first one
-        (the dummy prefix) from the line's first word. A piece that ends a word ends where the word
-        does: at the next `▁`'s source, or at the end of the line (its last byte, or the first of
-        its trailing spaces). Needs `splits_words` and segmenting by words."""
-        tokens = tf.strings.split(strings, sep=" ")  # every line has one at least; "" between two spaces
+    def _offsets_of_words(self, lines, strings, ruled, sources, source_splits, line_ends):
+        """`_offsets_of_normalized` by words: `lines` are `strings` with the `ruled` ones (not plain:
+        see `SentencePieceNormalizer.plain`) normalized, spaces for `▁`, where their characters come
+        from as `_offsets_of_normalized` has it (`sources`, grouped by `source_splits`, and
+        `line_ends`). A split at every space finds the words of each line and where each is; a line
+        normalizes to the `▁` and the characters of each of its words in turn. In a plain line, a
+        character comes from its own byte; a `▁` from the space after the word before it (the first
+        of a run: extra ones are removed), the first one (the dummy prefix) from the line's first
+        word. A piece that ends a word ends where the word does: at the next `▁`'s source, or at the
+        end of the line (its last byte, or the first of its trailing spaces). Needs `splits_words`
+        and segmenting by words."""
+        tokens = tf.strings.split(lines, sep=" ")  # every line has one at least; "" between two spaces
         token_splits = tokens.row_splits
         token_lines = ops.row_ids(token_splits)
         lengths = tf.strings.length(tokens.flat_values)
         # Each token's first byte, counted over all lines, then from its line's first token.
         from_first = tf.cumsum(tf.cast(lengths, tf.int64) + 1, exclusive=True)
-        positions = from_first - tf.gather(from_first, tf.gather(token_splits, token_lines))
-        words = ops.indices_where(lengths > 0)
+        first_token = tf.gather(token_splits, token_lines)
+        positions = from_first - tf.gather(from_first, first_token)
+        # In a plain line an empty token is an extra space; in a normalized one (after the first, before
+        # the dummy prefix), a `▁` after another (an input `▁`, say): a word of its own, the lone `▁`.
+        ruled_lines = tf.scatter_nd(ruled[:, None], tf.ones_like(ruled, tf.bool), tf.shape(lines, out_type=tf.int64))
+        words = ops.indices_where((lengths > 0) | (tf.gather(ruled_lines, token_lines) & (tf.range(tf.size(lengths, out_type=tf.int64)) > first_token)))
         word_lines = tf.gather(token_lines, words)
         word_splits = ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64))
         word_starts = tf.gather(positions, words)
@@ -637,38 +641,62 @@ class UnigramLayer(TokenizerLayer):
             tf.gather(tokens.flat_values, words),
             word_splits,
             word_lines,
-            lambda lines: normalizer.normalize(tf.gather(strings, lines)),
+            lambda indices: normalizer.normalize(tf.gather(strings, indices)),
             merge=False,
             distinct=True,
         )
         # The pieces cover the words in order, each word's first piece from its `▁`: those pieces
         # number the words of the pieces (or a mark at the first character of each word, if the
-        # `▁` could be an unknown piece).
+        # `▁` could be an unknown piece), and a piece ends its word where the next starts one.
         occurrence = distinct["occurrence"]
         word_values = tf.gather(distinct["splits"], occurrence)  # where each word's characters start
         word_chars = tf.gather(distinct["splits"][1:], occurrence) - word_values
-        char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)
+        char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)  # and in the lines, all in turn
         chars = tf.gather(self._viterbi.piece_chars, ids)
         piece_ends = tf.cumsum(chars)
         piece_starts = piece_ends - chars
         if self._starts_word is not None:
-            word = tf.cumsum(tf.cast(tf.gather(self._starts_word, ids), tf.int64)) - 1
+            starts_word = tf.gather(self._starts_word, ids)
         else:
-            marks = tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:])
-            word = tf.cumsum(tf.gather(marks, piece_starts)) - 1
-        first_char, end_char = (tf.gather(word_values - char_splits[:-1], word) + at for at in (piece_starts, piece_ends))
-        # The byte where each character starts in its word (the `▁` of a distinct word has 3 bytes).
-        in_word = tf.concat([distinct["starts"] - len(SPACE_SYMBOL.encode()), [0]], axis=0)
-        piece_word_starts = tf.gather(word_starts, word)
+            starts_word = tf.gather(tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:]), piece_starts) > 0
+        word = tf.cumsum(tf.cast(starts_word, tf.int64)) - 1
+        ends_word = tf.concat([starts_word, [True]], axis=0)[1:]
+        # Per word: the source of its `▁`, that of the character after it, and where a table holds
+        # those of its characters (plus a number to add). In a plain line, the table holds the byte
+        # where each character of the distinct words starts in its word (after a `▁` of 3 bytes).
         first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == tf.gather(word_splits, word_lines)
         space_sources = tf.where(first_in_line, word_starts, tf.concat([[0], word_ends[:-1]], axis=0))
-        starts = tf.where(
-            piece_starts == tf.gather(char_splits, word), tf.gather(space_sources, word), piece_word_starts + tf.gather(in_word, first_char)
-        )
-        ends = tf.where(
-            piece_ends == tf.gather(char_splits[1:], word), tf.gather(word_ends, word), piece_word_starts + tf.gather(in_word, end_char)
-        )
-        characters = tf.gather(distinct["values"], first_char) if self._viterbi.byte_ids is not None else None
+        in_word = distinct["starts"] - len(SPACE_SYMBOL.encode())
+        plain_words = space_sources, word_ends, word_values, word_starts
+
+        def in_ruled_lines():
+            # In a ruled line, the table is `sources`, from the line's `▁` that starts each word.
+            n = tf.size(lines, out_type=tf.int64)
+            rank = tf.tensor_scatter_nd_update(-tf.ones([n], tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64)))
+            k = tf.gather(rank, word_lines)
+            in_ruled = k >= 0
+            k = tf.maximum(k, 0)
+            at = tf.gather(source_splits, k) + char_splits[:-1] - tf.gather(char_splits, tf.gather(word_splits, word_lines))
+            padded = tf.concat([sources, [0]], axis=0)
+            after = tf.minimum(at + word_chars, tf.size(sources, out_type=tf.int64))
+            last_in_line = tf.concat([word_lines[1:] != word_lines[:-1], [True]], axis=0)
+            ruled_words = (
+                tf.gather(padded, tf.minimum(at, tf.size(sources, out_type=tf.int64))),
+                tf.where(last_in_line, tf.gather(tf.concat([line_ends, [0]], axis=0), k), tf.gather(padded, after)),
+                tf.size(in_word, out_type=tf.int64) + at,
+                tf.zeros_like(at),
+            )
+            return tuple(tf.where(in_ruled, r, p) for r, p in zip(ruled_words, plain_words))
+
+        space_sources, end_sources, table_starts, added = tf.cond(tf.size(ruled) > 0, in_ruled_lines, lambda: plain_words)
+        table = tf.concat([in_word, sources, [0]], axis=0)
+        shift = tf.gather(table_starts - char_splits[:-1], word)
+        added = tf.gather(added, word)
+        starts = tf.where(starts_word, tf.gather(space_sources, word), added + tf.gather(table, shift + piece_starts))
+        ends = tf.where(ends_word, tf.gather(end_sources, word), added + tf.gather(table, shift + piece_ends))
+        characters = None
+        if self._viterbi.byte_ids is not None:
+            characters = tf.gather(distinct["values"], tf.gather(word_values - char_splits[:-1], word) + piece_starts)
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
     def _offsets_of_normalized(self, strings):
