@@ -105,15 +105,20 @@ class SentencePieceNormalizer(tf.Module):
             splittable = ~tf.reduce_any(
                 (is_space & (following == self.space)) | ((values >= _SPLIT_WHITESPACE[0]) & (values <= _SPLIT_WHITESPACE[-1]))
             )
-            spaced = tf.RaggedTensor.from_row_splits(tf.where(is_space, _SPACE, values), value_splits, validate=False)
             return ops.rare_cond(
                 splittable,
-                lambda: split(tf.tensor_scatter_nd_update(strings, ruled[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))),
+                lambda: split(self.put_back(strings, ruled, values, value_splits)),
                 lambda: self._words_of_normalized(strings),
             )
 
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines (measured slower as an If).
         return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: split(strings))
+
+    def put_back(self, strings, lines, values, value_splits):
+        """`strings` with those at `lines` replaced by their normalized text (`values`, grouped by
+        `value_splits`) in UTF-8, a space for each `▁`."""
+        spaced = tf.RaggedTensor.from_row_splits(tf.where(values == self.space, _SPACE, values), value_splits, validate=False)
+        return tf.tensor_scatter_nd_update(strings, lines[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))
 
     def plain(self, strings):
         """Whether each string has no character that a rule, a user-defined symbol or the invalid-UTF-8
@@ -596,13 +601,10 @@ class UnigramLayer(TokenizerLayer):
         # from. The others are normalized first, which says it for them, and put back in their place
         # with spaces for `▁`, so that one split reads every line.
         ruled = ops.indices_where(~normalizer.plain(strings))
-        space = normalizer.space
 
         def with_ruled_lines():
             values, value_splits, sources, line_ends = normalizer.normalize(tf.gather(strings, ruled), offsets=True)
-            spaced = tf.RaggedTensor.from_row_splits(tf.where(values == space, _SPACE, values), value_splits, validate=False)
-            lines = tf.tensor_scatter_nd_update(strings, ruled[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))
-            return lines, sources, value_splits, line_ends
+            return normalizer.put_back(strings, ruled, values, value_splits), sources, value_splits, line_ends
 
         no_ruled_lines = strings, tf.zeros([0], tf.int64), tf.zeros([1], tf.int64), tf.zeros([0], tf.int64)
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines.
@@ -628,10 +630,14 @@ class UnigramLayer(TokenizerLayer):
         from_first = tf.cumsum(tf.cast(lengths, tf.int64) + 1, exclusive=True)
         first_token = tf.gather(token_splits, token_lines)
         positions = from_first - tf.gather(from_first, first_token)
-        # In a plain line an empty token is an extra space; in a normalized one (after the first, before
-        # the dummy prefix), a `▁` after another (an input `▁`, say): a word of its own, the lone `▁`.
-        ruled_lines = tf.scatter_nd(ruled[:, None], tf.ones_like(ruled, tf.bool), tf.shape(lines, out_type=tf.int64))
-        words = ops.indices_where((lengths > 0) | (tf.gather(ruled_lines, token_lines) & (tf.range(tf.size(lengths, out_type=tf.int64)) > first_token)))
+        # Each line's rank among the ruled ones, -1 for a plain one. In a plain line an empty token is
+        # an extra space; in a normalized one (after the first, before the dummy prefix), a `▁` after
+        # another (an input `▁`, say): a word of its own, the lone `▁`.
+        rank = tf.tensor_scatter_nd_update(
+            -tf.ones(tf.shape(lines, out_type=tf.int64), tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64))
+        )
+        empty_word = (tf.gather(rank, token_lines) >= 0) & (tf.range(tf.size(lengths, out_type=tf.int64)) > first_token)
+        words = ops.indices_where((lengths > 0) | empty_word)
         word_lines = tf.gather(token_lines, words)
         word_splits = ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64))
         word_starts = tf.gather(positions, words)
@@ -664,39 +670,40 @@ class UnigramLayer(TokenizerLayer):
         # Per word: the source of its `▁`, that of the character after it, and where a table holds
         # those of its characters (plus a number to add). In a plain line, the table holds the byte
         # where each character of the distinct words starts in its word (after a `▁` of 3 bytes).
-        first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == tf.gather(word_splits, word_lines)
+        line_first_word = tf.gather(word_splits, word_lines)
+        first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == line_first_word
         space_sources = tf.where(first_in_line, word_starts, tf.concat([[0], word_ends[:-1]], axis=0))
         in_word = distinct["starts"] - len(SPACE_SYMBOL.encode())
-        plain_words = space_sources, word_ends, word_values, word_starts
+        to_distinct = word_values - char_splits[:-1]  # a character's index among the distinct words' ones, less its own
+        plain_words = space_sources, word_ends, to_distinct, word_starts
 
         def in_ruled_lines():
             # In a ruled line, the table is `sources`, from the line's `▁` that starts each word.
-            n = tf.size(lines, out_type=tf.int64)
-            rank = tf.tensor_scatter_nd_update(-tf.ones([n], tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64)))
             k = tf.gather(rank, word_lines)
             in_ruled = k >= 0
             k = tf.maximum(k, 0)
-            at = tf.gather(source_splits, k) + char_splits[:-1] - tf.gather(char_splits, tf.gather(word_splits, word_lines))
+            line_start = tf.gather(source_splits, k) - tf.gather(char_splits, line_first_word)
+            at = line_start + char_splits[:-1]
             padded = tf.concat([sources, [0]], axis=0)
-            after = tf.minimum(at + word_chars, tf.size(sources, out_type=tf.int64))
-            last_in_line = tf.concat([word_lines[1:] != word_lines[:-1], [True]], axis=0)
+            size = tf.size(sources, out_type=tf.int64)
+            last_in_line = tf.concat([first_in_line[1:], [True]], axis=0)
             ruled_words = (
-                tf.gather(padded, tf.minimum(at, tf.size(sources, out_type=tf.int64))),
-                tf.where(last_in_line, tf.gather(tf.concat([line_ends, [0]], axis=0), k), tf.gather(padded, after)),
-                tf.size(in_word, out_type=tf.int64) + at,
+                tf.gather(padded, tf.minimum(at, size)),
+                tf.where(last_in_line, tf.gather(tf.concat([line_ends, [0]], axis=0), k), tf.gather(padded, tf.minimum(at + word_chars, size))),
+                tf.size(in_word, out_type=tf.int64) + line_start,
                 tf.zeros_like(at),
             )
             return tuple(tf.where(in_ruled, r, p) for r, p in zip(ruled_words, plain_words))
 
-        space_sources, end_sources, table_starts, added = tf.cond(tf.size(ruled) > 0, in_ruled_lines, lambda: plain_words)
+        space_sources, end_sources, to_table, added = tf.cond(tf.size(ruled) > 0, in_ruled_lines, lambda: plain_words)
         table = tf.concat([in_word, sources, [0]], axis=0)
-        shift = tf.gather(table_starts - char_splits[:-1], word)
+        shift = tf.gather(to_table, word)
         added = tf.gather(added, word)
         starts = tf.where(starts_word, tf.gather(space_sources, word), added + tf.gather(table, shift + piece_starts))
         ends = tf.where(ends_word, tf.gather(end_sources, word), added + tf.gather(table, shift + piece_ends))
         characters = None
         if self._viterbi.byte_ids is not None:
-            characters = tf.gather(distinct["values"], tf.gather(word_values - char_splits[:-1], word) + piece_starts)
+            characters = tf.gather(distinct["values"], tf.gather(to_distinct, word) + piece_starts)
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
     def _offsets_of_normalized(self, strings):
