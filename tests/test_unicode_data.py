@@ -73,3 +73,20 @@ def test_sigma_context_classes(char, expected):
     code_points, classes = ud.sigma_context_table()
     found = dict(zip(code_points.tolist(), classes.tolist()))
     assert found.get(ord(char), ud.SIGMA_OTHER) == expected
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+@pytest.mark.parametrize("strip_accents", [False, True])
+@pytest.mark.parametrize("split_on_cjk", [False, True])
+def test_table_skips_only_characters_that_map_to_themselves(lowercase, strip_accents, split_on_cjk):
+    # The table's quick test skips most characters without computing their elements: computing them
+    # all, as the docstring of `normalization_table` defines the table, gives the same table.
+    expected = {}
+    for code_point in ud._candidate_code_points():
+        elements = ud._elements(chr(code_point), lowercase, strip_accents, split_on_cjk)
+        kind = ud.OWN if split_on_cjk and ud.is_cjk(code_point) else ud.NORMAL
+        if elements != [ud.pack(code_point, kind, 0)]:
+            expected[code_point] = elements
+    code_points, table = ud.normalization_table(lowercase, strip_accents, split_on_cjk)
+    found = {c: [e for e in row if e >= 0] for c, row in zip(code_points.tolist(), table.tolist())}
+    assert found == expected
