@@ -129,25 +129,17 @@ def _elements(char, lowercase, strip_accents, split_on_cjk):
     return elements
 
 
-# Categories whose characters `_elements` deletes, turns into a space or may make a word of their own.
-_CATEGORIES_WITH_ENTRIES = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps"))
-_ASCII_PUNCTUATION = frozenset(chr(c) for r in ((33, 47), (58, 64), (91, 96), (123, 126)) for c in range(r[0], r[1] + 1))
-
-
 def _may_need_entry(char, lowercase, strip_accents):
     """False only for a character that `_elements` keeps as itself, one element of combining class 0
     and of its implicit kind: it is not deleted, not a separator, not punctuation, unchanged by the
     case and accent rules. A quick test (most characters are plain letters, digits or symbols) that
     saves calling `_elements` on them."""
-    if char in _ASCII_PUNCTUATION or char in "\x00\ufffd \t\n\r\u2028\u2029":
-        return True
-    if unicodedata.category(char) in _CATEGORIES_WITH_ENTRIES:
-        return True
+    category = unicodedata.category(char)
+    if category in ("Cc", "Cf", "Zs", "Zl", "Zp") or char == "\ufffd" or is_punctuation(char):
+        return True  # deleted (U+0000 and the ASCII whitespace are Cc), a separator, or punctuation
     if lowercase and char.lower() != char:
         return True
-    if strip_accents and (unicodedata.combining(char) or unicodedata.category(char) == "Mn" or unicodedata.normalize("NFD", char) != char):
-        return True
-    return False
+    return bool(strip_accents) and (category == "Mn" or unicodedata.combining(char) != 0 or unicodedata.normalize("NFD", char) != char)
 
 
 @functools.lru_cache(maxsize=None)
