@@ -94,7 +94,7 @@ def test_every_key_by_where_it_ends():
 def test_weights_of_the_keys_by_where_they_end():
     trie = Trie(["a", "ab", "b"], [0, 1, 2])
     low = np.finfo(np.float32).min
-    weights = tf.constant([0.5, 1.5, 2.5, -9.0])
+    weights = tf.constant([low, 0.5, 1.5, 2.5, -9.0])  # first: cells with no key
     ids, weighted = by_end(trie, "abc", [3, 3, 3], 2, weights)
     assert ids.numpy().T.tolist() == [[-1, 0], [1, 2], [-1, -1]]
     assert weighted.numpy().T.tolist() == [[low, 0.5], [1.5, 2.5], [low, low]]

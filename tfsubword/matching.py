@@ -103,13 +103,14 @@ class Trie(tf.Module):
                 cell `base[e] - k * stride[e]` of a flat table of `size` cells (int64 `[n]`, `[n]` and
                 a scalar). The caller picks the layout; the cells of the keys that can occur must be
                 distinct and within the table.
-            weights: optional 1-D tensor indexed by value.
+            weights: optional 1-D tensor indexed by value + 1; its first element is the weight
+                of the cells where no key is. (Built once by the caller: a concatenation here
+                measured 0.16 ms of each call at batch 1 on a 7,000-piece table.)
             single_missing: the value of the cells of one-character keys where no key is.
 
         Returns:
             int32 `[size]`: the value of each cell's key, -1 where no key is (values are
-            non-negative). With `weights`, also `weights[that value]` in the same layout, the lowest
-            finite value of its dtype where no key is.
+            non-negative). With `weights`, also `weights[that value + 1]` in the same layout.
         """
         base, stride, table_size = (tf.cast(x, tf.int64) for x in cells)
         size = tf.size(code_points, out_type=tf.int64)
@@ -166,7 +167,6 @@ class Trie(tf.Module):
         ids_plus_one = tf.math.unsorted_segment_sum(values + 1, found, table_size)
         if weights is None:
             return ids_plus_one - 1
-        weights = tf.concat([[weights.dtype.min], weights], axis=0)
         return ids_plus_one - 1, tf.gather(weights, ids_plus_one)
 
     def _walk(self, code_points, start_nodes, limits, record):

@@ -850,8 +850,10 @@ class Viterbi(tf.Module):
         self._largest_score = (_RESET + self._max_score_magnitude) * (1 + 1e-6) + 1
         self._half_ulp = float(np.spacing(np.float32(self._largest_score))) / 2  # of any single-precision sum
         with tf.init_scope():
+            # Read at id + 1: first the score of no piece (the lowest finite value), for `matches_by_end`.
             self._scores = {
-                dtype: tf.constant(path_scores, dtype, shape=[len(path_scores)]) for dtype in (tf.float32, tf.float64)
+                dtype: tf.constant(np.concatenate([[dtype.min], path_scores]), dtype, shape=[len(path_scores) + 1])
+                for dtype in (tf.float32, tf.float64)
             }
             # The characters of each piece (the unknown piece: one), and the ids of the byte pieces.
             self.piece_chars = tf.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
@@ -1000,7 +1002,7 @@ class Viterbi(tf.Module):
         words = tf.gather(occurrence, earlier.flat_values)
         earlier_ids, occurrence_splits = ops.gather_rows(*raw, words)
         row_splits = tf.gather(occurrence_splits, earlier.row_splits)
-        padded = tf.RaggedTensor.from_row_splits(tf.gather(self._scores[tf.float32], earlier_ids), row_splits, validate=False).to_tensor(0.0)
+        padded = tf.RaggedTensor.from_row_splits(tf.gather(self._scores[tf.float32], earlier_ids + 1), row_splits, validate=False).to_tensor(0.0)
         columns = tf.range(tf.shape(padded)[1])
         # Each earlier occurrence: its row, the column of its first piece and its number of pieces.
         row = ops.row_ids(earlier.row_splits)
