@@ -135,3 +135,23 @@ def test_keys_longer_than_a_chunk_of_walk_steps():
     expected = np.full((10, 3), -1)
     expected[10 - 1, 0] = 1
     assert by_end(trie, "abx", [3, 3, 3], 10).numpy().tolist() == expected.tolist()
+
+
+def test_walks_from_every_position_in_the_first_steps():
+    # The first steps (up to 3 characters) walk from every position, dead walks included: a walk
+    # that died stays dead, a walk that reaches the next word dies there, and the last positions
+    # read past the end of the text without finding anything.
+    trie = Trie(["ab", "abc", "bca", "ca", "xb", "b"], [1, 2, 3, 4, 5, 6])
+    low = -1
+    # Words "abc" (0-2), "ab" (3-4), "xab" (5-7). Columns are end positions; rows 3 - k for keys of k.
+    table = by_end(trie, "abcabxab", [3, 3, 3, 5, 5, 8, 8, 8], 3)
+    assert table.numpy().T.tolist() == [
+        [low, low, low],  # "a" is no key
+        [low, 1, 6],  # "ab", "b"
+        [2, low, low],  # "abc"; "bc" and "c" are no keys
+        [low, low, low],  # "bca" and "ca" would cross into the second word
+        [low, 1, 6],  # "ab", "b"
+        [low, low, low],  # "x" is no key; "bx" and "abx" would cross
+        [low, low, low],  # "xa" is no key: the walk from "x" dies here
+        [low, 1, 6],  # "ab", "b"; not "xab" (dead walks stay dead, whatever they read)
+    ]

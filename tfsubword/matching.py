@@ -24,6 +24,9 @@ _CODE_POINTS = 0x110000
 _NO_CHARACTER = np.int64(-(2**62))
 # `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
 _CHUNK = 4
+# `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters
+# (paired A/B at batch 1024: 3 gained 4% on the 7k-piece model, 4 no more and less on en-1000).
+_DENSE_STEPS = 3
 
 
 class Trie(tf.Module):
@@ -128,8 +131,7 @@ class Trie(tf.Module):
         # there the key is negative, so no transition matches. The loop is unrolled (width is
         # small): a step with no walk left costs little, a loop iteration much more.
         word_start = tf.concat([[True], limits[1:] != limits[:-1]], axis=0)[:size]
-        following = tf.concat([tf.where(word_start, _NO_CHARACTER, chars), [_NO_CHARACTER]], axis=0)
-        live = ops.indices_where(first >= 0)
+        following = tf.concat([tf.where(word_start, _NO_CHARACTER, chars), tf.fill([_DENSE_STEPS], _NO_CHARACTER)], axis=0)
         # Each key found at step k is kept as (its end position) * (width + 1) + k.
         scale = tf.constant(width + 1, tf.int64)
 
@@ -157,7 +159,24 @@ class Trie(tf.Module):
             return tf.concat(keys, axis=0), tf.concat(key_values, axis=0)
 
         if width >= 2:
-            keys, key_values = steps(2, live + 1, tf.gather(first, live))
+            # The first steps walk from every position, dead walks too (their node is -1, so their
+            # key is negative): most walks are still alive there, and the characters they read are
+            # a slice of the text, where live walks need a gather of theirs and a gather of their
+            # state to drop the dead.
+            node, keys, key_values = first, [], []
+            dense = min(width, _DENSE_STEPS)
+            for k in range(2, dense + 1):
+                node = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + following[k - 1 : k - 1 + size])
+                value = tf.gather(self._node_values, node + 1)
+                accepted = ops.indices_where(value >= 0)
+                keys.append((accepted + (k - 1)) * scale + k)
+                key_values.append(tf.gather(value, accepted))
+            if dense < width:
+                live = ops.indices_where(node >= 0)
+                more = steps(dense + 1, live + dense, tf.gather(node, live))
+                keys.append(more[0])
+                key_values.append(more[1])
+            keys, key_values = tf.concat(keys, axis=0), tf.concat(key_values, axis=0)
             ends, lengths = keys // scale, keys % scale
             found.append(tf.gather(base, ends) - lengths * tf.gather(stride, ends))
             values.append(key_values)
