@@ -187,8 +187,8 @@ def test_ascii_whitespace_other_than_space_is_text_under_identity_rules():
 
 def test_words_a_split_cannot_read():
     """A "▁" of the input after a space is a word of its own ("▁", from SentencePiece's split at
-    every "▁"), which splitting the normalized line at spaces would drop: such a batch is normalized
-    whole. Ruled lines ("ﬁ" has a rule) and plain ones are mixed in."""
+    every "▁"), which splitting the normalized line at spaces would drop: the words of such a line
+    are read off its normalized text. Ruled lines ("ﬁ" has a rule) and plain ones are mixed in."""
     encode, reference = encoders("shared")
     space = reference.piece_to_id("\u2581")
     lines = ["the cat", "x \u2581y", "ﬁne day", "z\u2581", "\u2581", "a \u2581\u2581 b", "plain words here"]
@@ -198,7 +198,7 @@ def test_words_a_split_cannot_read():
     # are the two after the space of "a ▁▁ b". A trailing "▁" goes, as trailing spaces do.
     assert got[1].count(space) >= 2 and got[5].count(space) >= 3
     assert got[3] == encode(tf.constant(["z"])).to_list()[0] and got[4] == []
-    # The same lines one by one, and only the ruled ones with the plain ones (a split reads them all).
+    # The same lines one by one, and ruled lines with no such "▁" among plain ones.
     assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
     splittable = ["the cat", "ﬁne day", "plain words here", "① and ② ｶﾞ"]
     assert encode(tf.constant(splittable)).to_list() == reference.encode(splittable)

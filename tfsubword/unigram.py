@@ -83,36 +83,39 @@ class SentencePieceNormalizer(tf.Module):
 
     def words(self, strings):
         """`[n]` strings -> (words, row splits int64, row ids int64): the words of each normalized
-        string, each without the `▁` that starts it. Needs `splits_words`.
+        string, each without the `▁` that starts it. Needs `splits_words`."""
+        pool, occurrences, splits, rows = self.word_pool(strings)
+        return tf.gather(pool, occurrences), splits, rows
 
-        Lines with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule could
-        touch (most lines) are split at spaces as they are; the others are normalized first and put
-        back in their place with spaces for `▁`, so that one split reads every line.
+    def word_pool(self, strings):
+        """`words` as indices into a pool of words: (pool, occurrences int64, row splits int64, row
+        ids int64), the words of the strings being `pool[occurrences]`. Needs `splits_words`.
+
+        Every line is split at spaces as it is: for a line with no character that a rule, a
+        user-defined symbol or the invalid-UTF-8 rule could touch (most lines), those are its words.
+        The other lines are normalized at the same time (the split does not wait for them), and
+        their words, read off their normalized text, join the pool in place of their split's.
         """
         ruled = ops.indices_where(~self.plain(strings))
-
-        def split(lines):
-            words = tf.strings.split(lines)
-            return words.flat_values, words.row_splits, words.value_rowids()
+        split = tf.strings.split(strings)
+        words, splits = split.flat_values, split.row_splits
 
         def with_ruled_lines():
-            values, value_splits = self.normalize(tf.gather(strings, ruled))
-            # The split finds the words of a normalized line if every `▁` is followed by a character
-            # of its word (the next line starts with one) and no character is one it splits at (the
-            # space is not: `splits_words` escapes every one).
-            is_space = values == self.space
-            following = tf.concat([values[1:], [self.space]], axis=0)
-            splittable = ~tf.reduce_any(
-                (is_space & (following == self.space)) | ((values >= _SPLIT_WHITESPACE[0]) & (values <= _SPLIT_WHITESPACE[-1]))
+            ruled_words, ruled_splits, _ = self._words_of_normalized(tf.gather(strings, ruled))
+            n = tf.size(strings, out_type=tf.int64)
+            # Line i reads row i of the split's words, or, for the k-th ruled line, row n + k.
+            table_splits = tf.concat([splits, splits[-1] + ruled_splits[1:]], axis=0)
+            rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
+            line_splits, occurrences = tf.raw_ops.RaggedRange(
+                starts=tf.gather(table_splits[:-1], rows), limits=tf.gather(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
             )
-            return ops.rare_cond(
-                splittable,
-                lambda: split(self.put_back(strings, ruled, values, value_splits)),
-                lambda: self._words_of_normalized(strings),
-            )
+            return tf.concat([words, ruled_words], axis=0), occurrences, line_splits
 
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines (measured slower as an If).
-        return tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: split(strings))
+        pool, occurrences, splits = tf.cond(
+            tf.size(ruled) > 0, with_ruled_lines, lambda: (words, tf.range(tf.size(words, out_type=tf.int64)), splits)
+        )
+        return pool, occurrences, splits, ops.row_ids(splits)
 
     def put_back(self, strings, lines, values, value_splits):
         """`strings` with those at `lines` replaced by their normalized text (`values`, grouped by
@@ -127,9 +130,9 @@ class SentencePieceNormalizer(tf.Module):
         return tf.strings.regex_full_match(strings, self._plain_line)
 
     def _words_of_normalized(self, strings):
-        """`words` for lines that a split cannot read (a `▁` of the input after a space or another
-        `▁`, or a tab under identity rules): every line normalized, and its words the runs of
-        characters after each `▁` (the first at the dummy prefix), empty ones too."""
+        """`words` of lines that a split of the input cannot read: every line normalized, and its
+        words the runs of characters after each `▁` (the first at the dummy prefix), empty ones too
+        (after a `▁` of the input that follows a space or another `▁`)."""
         values, value_splits = self.normalize(strings)
         size = tf.size(values, out_type=tf.int64)
         is_space = values == self.space
@@ -583,9 +586,9 @@ class UnigramLayer(TokenizerLayer):
     def _tokenize_strings(self, strings):
         normalizer = self._normalizer
         if normalizer.splits_words and self._viterbi.by_words:
-            words, word_splits, word_lines = normalizer.words(strings)
+            pool, occurrences, word_splits, word_lines = normalizer.word_pool(strings)
             ids, id_splits = self._viterbi.segment_words(
-                words, word_splits, word_lines, lambda lines: normalizer.normalize(tf.gather(strings, lines))
+                pool, word_splits, word_lines, lambda lines: normalizer.normalize(tf.gather(strings, lines)), occurrences=occurrences
             )
         else:
             ids, id_splits = self._viterbi(*normalizer.normalize(strings))
@@ -874,15 +877,18 @@ class Viterbi(tf.Module):
             )
         return ids, id_splits
 
-    def segment_words(self, words, word_splits, word_lines, normalize_lines, merge=True, distinct=False):
+    def segment_words(self, words, word_splits, word_lines, normalize_lines, merge=True, distinct=False, occurrences=None):
         """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
-        int64). `normalize_lines(indices)` gives the normalized code points of some lines, to segment
-        them whole where rounding could matter. With `distinct`, also the distinct words with their
-        `▁`: a dict of their code points ("values", int32), the byte where each starts in its word
-        ("starts", int64), their row splits ("splits") and the distinct word of each word
-        ("occurrence", int64)."""
-        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix=chr(self._space), merge=merge, distinct=distinct)
+        int64). With `occurrences` (int64), the words are `words[occurrences]`, as
+        `SentencePieceNormalizer.word_pool` gives them. `normalize_lines(indices)` gives the
+        normalized code points of some lines, to segment them whole where rounding could matter.
+        With `distinct`, also the distinct words with their `▁`: a dict of their code points
+        ("values", int32), the byte where each starts in its word ("starts", int64), their row
+        splits ("splits") and the distinct word of each word ("occurrence", int64)."""
+        return self._by_words(
+            words, word_splits, word_lines, normalize_lines, prefix=chr(self._space), merge=merge, distinct=distinct, occurrences=occurrences
+        )
 
     def _exact(self, code_points, splits, merge=True):
         paths = self._best_paths(code_points, splits, tf.float32)
@@ -900,8 +906,10 @@ class Viterbi(tf.Module):
         ids, piece_splits, _, _ = _unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
         return ids, tf.gather(piece_splits, splits)
 
-    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False):
+    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False, occurrences=None):
         distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
+        if occurrences is not None:
+            occurrence = tf.gather(occurrence, occurrences)
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
         n_distinct = tf.size(distinct_words, out_type=tf.int64)
