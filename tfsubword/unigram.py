@@ -89,33 +89,37 @@ class SentencePieceNormalizer(tf.Module):
 
     def word_pool(self, strings):
         """`words` as indices into a pool of words: (pool, occurrences int64, row splits int64, row
-        ids int64), the words of the strings being `pool[occurrences]`. Needs `splits_words`.
+        ids int64), the words of the strings being `pool[occurrences]`. Needs `splits_words`. The
+        pool holds each word once, except that a word of a line normalized here (below) can also be
+        the word of a line split as it is.
 
-        Every line is split at spaces as it is: for a line with no character that a rule, a
-        user-defined symbol or the invalid-UTF-8 rule could touch (most lines), those are its words.
-        The other lines are normalized at the same time (the split does not wait for them), and
-        their words, read off their normalized text, join the pool in place of their split's.
+        Every line is split at spaces as it is, and its distinct words are found at once: for a line
+        with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule could touch
+        (most lines), those are its words. The other lines are normalized meanwhile (neither the
+        split nor the distinct-word search waits for them), and their words, read off their
+        normalized text, join the pool, their occurrences in place of their split's.
         """
         ruled = ops.indices_where(~self.plain(strings))
         split = tf.strings.split(strings)
-        words, splits = split.flat_values, split.row_splits
+        splits = split.row_splits
+        distinct, occurrences = tf.unique(split.flat_values, out_idx=tf.int64)
 
         def with_ruled_lines():
             ruled_words, ruled_splits, _ = self._words_of_normalized(tf.gather(strings, ruled))
+            ruled_distinct, ruled_occurrences = tf.unique(ruled_words, out_idx=tf.int64)
             n = tf.size(strings, out_type=tf.int64)
             # Line i reads row i of the split's words, or, for the k-th ruled line, row n + k.
+            table = tf.concat([occurrences, tf.size(distinct, out_type=tf.int64) + ruled_occurrences], axis=0)
             table_splits = tf.concat([splits, splits[-1] + ruled_splits[1:]], axis=0)
             rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
-            line_splits, occurrences = tf.raw_ops.RaggedRange(
+            line_splits, positions = tf.raw_ops.RaggedRange(
                 starts=tf.gather(table_splits[:-1], rows), limits=tf.gather(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
             )
-            return tf.concat([words, ruled_words], axis=0), occurrences, line_splits
+            return tf.concat([distinct, ruled_distinct], axis=0), tf.gather(table, positions), line_splits
 
         # Inlined, not `ops.rare_cond`: an `If` would wait for the split before it normalizes, and
         # most large batches have ruled lines.
-        pool, occurrences, splits = tf.cond(
-            tf.size(ruled) > 0, with_ruled_lines, lambda: (words, tf.range(tf.size(words, out_type=tf.int64)), splits)
-        )
+        pool, occurrences, splits = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (distinct, occurrences, splits))
         return pool, occurrences, splits, ops.row_ids(splits)
 
     def put_back(self, strings, lines, values, value_splits):
@@ -882,9 +886,10 @@ class Viterbi(tf.Module):
         """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
         int64). With `occurrences` (int64), the words are `words[occurrences]`, as
-        `SentencePieceNormalizer.word_pool` gives them. `normalize_lines(indices)` gives the
+        `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
+        of its words once (it should hold few repeats). `normalize_lines(indices)` gives the
         normalized code points of some lines, to segment them whole where rounding could matter.
-        With `distinct`, also the distinct words with their `▁`: a dict of their code points
+        With `distinct`, also the distinct words (the words segmented) with their `▁`: a dict of their code points
         ("values", int32), the byte where each starts in its word ("starts", int64), their row
         splits ("splits") and the distinct word of each word ("occurrence", int64)."""
         return self._by_words(
@@ -908,9 +913,10 @@ class Viterbi(tf.Module):
         return ids, tf.gather(piece_splits, splits)
 
     def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False, occurrences=None):
-        distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
-        if occurrences is not None:
-            occurrence = tf.gather(occurrence, occurrences)
+        if occurrences is None:
+            distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
+        else:
+            distinct_words, occurrence = words, occurrences
         if prefix:
             distinct_words = tf.strings.join([prefix, distinct_words])
         n_distinct = tf.size(distinct_words, out_type=tf.int64)
