@@ -105,28 +105,13 @@ class SentencePieceNormalizer(tf.Module):
         distinct, occurrences = tf.unique(split.flat_values, out_idx=tf.int64)
 
         def with_ruled_lines():
-            ruled_words, ruled_splits, _ = self._words_of_normalized(tf.gather(strings, ruled))
-            ruled_distinct, ruled_occurrences = tf.unique(ruled_words, out_idx=tf.int64)
-            n = tf.size(strings, out_type=tf.int64)
-            # Line i reads row i of the split's words, or, for the k-th ruled line, row n + k.
-            table = tf.concat([occurrences, tf.size(distinct, out_type=tf.int64) + ruled_occurrences], axis=0)
-            table_splits = tf.concat([splits, splits[-1] + ruled_splits[1:]], axis=0)
-            rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
-            line_splits, positions = tf.raw_ops.RaggedRange(
-                starts=tf.gather(table_splits[:-1], rows), limits=tf.gather(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
-            )
-            return tf.concat([distinct, ruled_distinct], axis=0), tf.gather(table, positions), line_splits
+            ruled_words = self.words_of_normalized(*self.normalize(tf.gather(strings, ruled)), tf.size(ruled, out_type=tf.int64))
+            return _with_ruled_lines(distinct, occurrences, splits, ruled, *ruled_words)[:3]
 
         # Inlined, not `ops.rare_cond`: an `If` would wait for the split before it normalizes, and
         # most large batches have ruled lines.
         pool, occurrences, splits = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (distinct, occurrences, splits))
         return pool, occurrences, splits, ops.row_ids(splits)
-
-    def put_back(self, strings, lines, values, value_splits):
-        """`strings` with those at `lines` replaced by their normalized text (`values`, grouped by
-        `value_splits`) in UTF-8, a space for each `▁`."""
-        spaced = tf.RaggedTensor.from_row_splits(tf.where(values == self.space, _SPACE, values), value_splits, validate=False)
-        return tf.tensor_scatter_nd_update(strings, lines[:, None], tf.strings.unicode_encode(spaced, "UTF-8"))
 
     def plain(self, strings):
         """Whether each string has no character that a rule, a user-defined symbol or the invalid-UTF-8
@@ -134,11 +119,11 @@ class SentencePieceNormalizer(tf.Module):
         `splits_words`, its words are then its space-separated parts as they are)."""
         return tf.strings.regex_full_match(strings, self._plain_line)
 
-    def _words_of_normalized(self, strings):
-        """`words` of lines that a split of the input cannot read: every line normalized, and its
-        words the runs of characters after each `▁` (the first at the dummy prefix), empty ones too
-        (after a `▁` of the input that follows a space or another `▁`)."""
-        values, value_splits = self.normalize(strings)
+    def words_of_normalized(self, values, value_splits, n):
+        """`words` of `n` lines that a split of the input cannot read, from their normalized code
+        points (`values`, grouped by `value_splits`): the runs of characters after each `▁` (the
+        first at the dummy prefix), empty ones too (after a `▁` of the input that follows a space or
+        another `▁`)."""
         size = tf.size(values, out_type=tf.int64)
         is_space = values == self.space
         starts = ops.indices_where(is_space)
@@ -146,7 +131,7 @@ class SentencePieceNormalizer(tf.Module):
         inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
         inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
         word_lines = tf.gather(ops.row_ids(value_splits), starts)
-        return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64)), word_lines
+        return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, n)
 
     def normalize(self, strings, offsets=False):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
@@ -323,6 +308,23 @@ def _with_prefixes(values, splits, prefixed, prefix_values):
     order = tf.reshape(tf.stack([tf.where(prefixed, n + rows, 2 * n), rows], axis=1), [-1])
     values, value_splits = ops.gather_rows(table, table_splits, order)
     return values, value_splits[::2]
+
+
+def _with_ruled_lines(distinct, occurrences, splits, ruled, ruled_words, ruled_splits):
+    """Words of `n` lines as indices into a pool of distinct words (`distinct`, `occurrences` int64,
+    grouped into lines by `splits`), with the `k`-th of the lines at `ruled` having instead the words
+    in row `k` of `ruled_words` (grouped by `ruled_splits`) -> (pool, occurrences, line splits,
+    positions): the pool with the ruled lines' distinct words added, and for each word of the lines
+    its index in the pool and its position among the words of `splits` followed by the ruled ones."""
+    ruled_distinct, ruled_occurrences = tf.unique(ruled_words, out_idx=tf.int64)
+    n = tf.size(splits, out_type=tf.int64) - 1
+    table_splits = tf.concat([splits, splits[-1] + ruled_splits[1:]], axis=0)
+    rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
+    line_splits, positions = tf.raw_ops.RaggedRange(
+        starts=tf.gather(table_splits[:-1], rows), limits=tf.gather(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
+    )
+    table = tf.concat([occurrences, tf.size(distinct, out_type=tf.int64) + ruled_occurrences], axis=0)
+    return tf.concat([distinct, ruled_distinct], axis=0), tf.gather(table, positions), line_splits, positions
 
 
 def _ranges(sorted_values):
@@ -602,62 +604,68 @@ class UnigramLayer(TokenizerLayer):
     def _tokenize_strings_with_offsets(self, strings):
         # A piece spans from the source of its first normalized character to that of the character
         # after it (or the end of its text), as SentencePiece's begin and end.
+        if self._normalizer.splits_words and self._viterbi.by_words:
+            return _as_ragged(*self._offsets_of_words(strings))
+        return _as_ragged(*self._offsets_of_normalized(strings))
+
+    def _offsets_of_words(self, strings):
+        """`_offsets_of_normalized` by words, as `SentencePieceNormalizer.word_pool` finds them: a
+        split of every line at each space says where each word of a plain line (see
+        `SentencePieceNormalizer.plain`) is; the other lines, the ruled ones, are normalized, which
+        says where each of their characters comes from (`sources`, grouped by `source_splits`, and
+        `line_ends`), and their words are read off their normalized text. A line normalizes to the
+        `▁` and the characters of each of its words in turn. In a plain line, a character comes
+        from its own byte; a `▁` from the space after the word before it (the first of a run: extra
+        ones are removed), the first one (the dummy prefix) from the line's first word. A piece that
+        ends a word ends where the word does: at the next `▁`'s source, or at the end of the line
+        (its last byte, or the first of its trailing spaces). Needs `splits_words` and segmenting by
+        words."""
         normalizer = self._normalizer
-        if not (normalizer.splits_words and self._viterbi.by_words):
-            return _as_ragged(*self._offsets_of_normalized(strings))
-        # Plain lines (most) are split into words as they are, which says where each character comes
-        # from. The others are normalized first, which says it for them, and put back in their place
-        # with spaces for `▁`, so that one split reads every line.
+        n = tf.size(strings, out_type=tf.int64)
         ruled = ops.indices_where(~normalizer.plain(strings))
+        tokens = tf.strings.split(strings, sep=" ")  # "" before, between and after spaces
+        token_splits = tokens.row_splits
+        token_lines = ops.row_ids(token_splits)
+        distinct_tokens, token_occurrences = tf.unique(tokens.flat_values, out_idx=tf.int64)
+        lengths = tf.cast(tf.strings.length(tokens.flat_values), tf.int64)
+        # Each token's first byte, counted over all lines, then from its line's first token.
+        from_first = tf.cumsum(lengths + 1, exclusive=True)
+        positions = from_first - tf.gather(from_first, tf.gather(token_splits, token_lines))
+        words = ops.indices_where(lengths > 0)  # an empty token is an extra space
+        word_starts = tf.gather(positions, words)
+        spans = tf.stack([word_starts, word_starts + tf.gather(lengths, words)], axis=1)
+        plain = (
+            distinct_tokens,
+            tf.gather(token_occurrences, words),
+            ops.splits_from_row_ids(tf.gather(token_lines, words), n),
+            spans,
+            tf.zeros([0], tf.int64),
+            tf.zeros([1], tf.int64),
+            tf.zeros([0], tf.int64),
+        )
 
         def with_ruled_lines():
             values, value_splits, sources, line_ends = normalizer.normalize(tf.gather(strings, ruled), offsets=True)
-            return normalizer.put_back(strings, ruled, values, value_splits), sources, value_splits, line_ends
+            ruled_words, ruled_splits = normalizer.words_of_normalized(values, value_splits, tf.size(ruled, out_type=tf.int64))
+            pool, occurrences, splits, at = _with_ruled_lines(*plain[:3], ruled, ruled_words, ruled_splits)
+            # A ruled line's words are placed by `sources`: no spans in the line.
+            no_spans = tf.zeros([tf.size(ruled_words), 2], tf.int64)
+            return pool, occurrences, splits, tf.gather(tf.concat([spans, no_spans], axis=0), at), sources, value_splits, line_ends
 
-        no_ruled_lines = strings, tf.zeros([0], tf.int64), tf.zeros([1], tf.int64), tf.zeros([0], tf.int64)
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines.
-        lines, *normalized = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: no_ruled_lines)
-        return _as_ragged(*self._offsets_of_words(lines, strings, ruled, *normalized))
-
-    def _offsets_of_words(self, lines, strings, ruled, sources, source_splits, line_ends):
-        """`_offsets_of_normalized` by words: `lines` are `strings` with the `ruled` ones (not plain:
-        see `SentencePieceNormalizer.plain`) normalized, spaces for `▁`, where their characters come
-        from as `_offsets_of_normalized` has it (`sources`, grouped by `source_splits`, and
-        `line_ends`). A split at every space finds the words of each line and where each is; a line
-        normalizes to the `▁` and the characters of each of its words in turn. In a plain line, a
-        character comes from its own byte; a `▁` from the space after the word before it (the first
-        of a run: extra ones are removed), the first one (the dummy prefix) from the line's first
-        word. A piece that ends a word ends where the word does: at the next `▁`'s source, or at the
-        end of the line (its last byte, or the first of its trailing spaces). Needs `splits_words`
-        and segmenting by words."""
-        tokens = tf.strings.split(lines, sep=" ")  # every line has one at least; "" between two spaces
-        token_splits = tokens.row_splits
-        token_lines = ops.row_ids(token_splits)
-        lengths = tf.strings.length(tokens.flat_values)
-        # Each token's first byte, counted over all lines, then from its line's first token.
-        from_first = tf.cumsum(tf.cast(lengths, tf.int64) + 1, exclusive=True)
-        first_token = tf.gather(token_splits, token_lines)
-        positions = from_first - tf.gather(from_first, first_token)
-        # Each line's rank among the ruled ones, -1 for a plain one. In a plain line an empty token is
-        # an extra space; in a normalized one (after the first, before the dummy prefix), a `▁` after
-        # another (an input `▁`, say): a word of its own, the lone `▁`.
-        rank = tf.tensor_scatter_nd_update(
-            -tf.ones(tf.shape(lines, out_type=tf.int64), tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64))
-        )
-        empty_word = (tf.gather(rank, token_lines) >= 0) & (tf.range(tf.size(lengths, out_type=tf.int64)) > first_token)
-        words = ops.indices_where((lengths > 0) | empty_word)
-        word_lines = tf.gather(token_lines, words)
-        word_splits = ops.splits_from_row_ids(word_lines, tf.size(strings, out_type=tf.int64))
-        word_starts = tf.gather(positions, words)
-        word_ends = word_starts + tf.cast(tf.gather(lengths, words), tf.int64)
-        normalizer = self._normalizer
+        pool, occurrences, word_splits, spans, sources, source_splits, line_ends = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: plain)
+        word_starts, word_ends = tf.unstack(spans, axis=1)
+        word_lines = ops.row_ids(word_splits)
+        # Each line's rank among the ruled ones, -1 for a plain one.
+        rank = tf.tensor_scatter_nd_update(-tf.ones([n], tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64)))
         ids, id_splits, distinct = self._viterbi.segment_words(
-            tf.gather(tokens.flat_values, words),
+            pool,
             word_splits,
             word_lines,
             lambda indices: normalizer.normalize(tf.gather(strings, indices)),
             merge=False,
             distinct=True,
+            occurrences=occurrences,
         )
         # The pieces cover the words in order, each word's first piece from its `▁`: those pieces
         # number the words of the pieces (or a mark at the first character of each word, if the
