@@ -60,12 +60,14 @@ def test_greedy_path_long_chain():
 
 def by_end(trie, text, limits, width, *args, columns=None, **kwargs):
     """`matches_by_end` in a [width, n] layout: the key of k characters ending at position e in row
-    width - k, column columns[e] (e by default): cell (width - k) * n + columns[e]."""
+    width - k, column columns[e] (e by default): cell (width - k) * n + columns[e]. The words of
+    `text` are given by `limits`, the exclusive end of the word of each position."""
     points = code_points(text)
     n = len(text)
+    word_starts = [i == 0 or limits[i] != limits[i - 1] for i in range(n)]
     column = tf.range(n, dtype=tf.int64) if columns is None else tf.constant(columns, tf.int64)
     cells = (column + width * n, tf.fill([n], tf.constant(n, tf.int64)), width * n)
-    found = trie.matches_by_end(points, tf.constant(limits, tf.int32, shape=[n]), width, cells, *args, **kwargs)
+    found = trie.matches_by_end(points, tf.constant(word_starts, tf.bool, shape=[n]), width, cells, *args, **kwargs)
     return tuple(tf.reshape(table, [width, n]) for table in found) if isinstance(found, tuple) else tf.reshape(found, [width, n])
 
 
@@ -118,7 +120,7 @@ def test_keys_by_where_they_end_in_a_triangular_layout():
     # starting at cell e(e + 1) / 2, the longest key first: base = e(e + 1) / 2 + e + 1, stride 1.
     # Cells: 0 "a" | 1 "ab", 2 "b" | 3 "abc", 4 "bc" (not a key), 5 "c".
     cells = (tf.constant([1, 3, 6], tf.int64), tf.ones([3], tf.int64), 6)
-    table = trie.matches_by_end(code_points("abc"), tf.constant([3, 3, 3]), 3, cells)
+    table = trie.matches_by_end(code_points("abc"), tf.constant([True, False, False]), 3, cells)
     assert table.numpy().tolist() == [1, 2, 4, 3, low, 5]
 
 

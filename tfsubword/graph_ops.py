@@ -20,13 +20,18 @@ def row_ids(row_splits):
     row, one counting from the row's index and one from 0, differ by the row's index: linear time,
     where a binary search per value is not (several times slower on rows of a few values or more,
     no faster on rows of one)."""
+    return row_ids_and_places(row_splits)[0]
+
+
+def row_ids_and_places(row_splits):
+    """`row_ids`, and the place of each value in its row (from 0), both int64."""
     row_splits = tf.cast(row_splits, tf.int64)
     lengths = row_splits[1:] - row_splits[:-1]
     rows = tf.range(tf.size(lengths, out_type=tf.int64))
     one = tf.constant(1, tf.int64)
     _, from_row = tf.raw_ops.RaggedRange(starts=rows, limits=rows + lengths, deltas=one, Tsplits=tf.int64)
     _, from_zero = tf.raw_ops.RaggedRange(starts=tf.constant(0, tf.int64), limits=lengths, deltas=one, Tsplits=tf.int64)
-    return from_row - from_zero
+    return from_row - from_zero, from_zero
 
 
 def first_and_last_in_rows(mask, sorted_rows, nrows):

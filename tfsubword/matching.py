@@ -95,12 +95,13 @@ class Trie(tf.Module):
             unmatched, indices, value
         )
 
-    def matches_by_end(self, code_points, limits, width, cells, weights=None, single_missing=None):
+    def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
 
         Args:
             code_points: int32 `[n]`, the text (all words concatenated).
-            limits: int32 `[n]`, the exclusive end of the word each position belongs to.
+            word_starts: bool `[n]`, whether each position starts a word (keys do not cross into
+                the next word).
             width: a Python int: keys longer than this are not looked for.
             cells: `(base, stride, size)`: the key of k characters that ends at position e goes to
                 cell `base[e] - k * stride[e]` of a flat table of `size` cells (int64 `[n]`, `[n]` and
@@ -130,10 +131,9 @@ class Trie(tf.Module):
         # Walks go on into the next character unless it starts another word (or is past the end):
         # there the key is negative, so no transition matches. The loop is unrolled (width is
         # small): a step with no walk left costs little, a loop iteration much more.
-        word_start = tf.concat([[True], limits[1:] != limits[:-1]], axis=0)[:size]
-        following = tf.concat([tf.where(word_start, _NO_CHARACTER, chars), tf.fill([_DENSE_STEPS], _NO_CHARACTER)], axis=0)
-        # Each key found at step k is kept as (its end position) * (width + 1) + k.
-        scale = tf.constant(width + 1, tf.int64)
+        following = tf.concat([tf.where(word_starts, _NO_CHARACTER, chars), tf.fill([_DENSE_STEPS], _NO_CHARACTER)], axis=0)
+        # Each key found is kept as its cell, found at once from its end and its length k (where
+        # an end and a length packed into one number cost a division and two gathers per key).
 
         # Step k reads the k-th character of every live walk, at `position`. Steps come in chunks;
         # the next chunk runs only if some walk is still alive, which on short texts skips most
@@ -144,7 +144,8 @@ class Trie(tf.Module):
                 child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
                 value = tf.gather(self._node_values, child + 1)
                 accepted = ops.indices_where(value >= 0)
-                keys.append(tf.gather(position, accepted) * scale + k)
+                ends = tf.gather(position, accepted)
+                keys.append(tf.gather(base, ends) - k * tf.gather(stride, ends))
                 key_values.append(tf.gather(value, accepted))
                 live = ops.indices_where(child >= 0)
                 position, node = tf.gather(position, live) + 1, tf.gather(child, live)
@@ -169,17 +170,16 @@ class Trie(tf.Module):
                 node = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + following[k - 1 : k - 1 + size])
                 value = tf.gather(self._node_values, node + 1)
                 accepted = ops.indices_where(value >= 0)
-                keys.append((accepted + (k - 1)) * scale + k)
+                # The cells of keys of k characters, by their first position (a key ends in the text).
+                keys.append(tf.gather((base - k * stride)[k - 1 :], accepted))
                 key_values.append(tf.gather(value, accepted))
             if dense < width:
                 live = ops.indices_where(node >= 0)
                 more = steps(dense + 1, live + dense, tf.gather(node, live))
                 keys.append(more[0])
                 key_values.append(more[1])
-            keys, key_values = tf.concat(keys, axis=0), tf.concat(key_values, axis=0)
-            ends, lengths = keys // scale, keys % scale
-            found.append(tf.gather(base, ends) - lengths * tf.gather(stride, ends))
-            values.append(key_values)
+            found.extend(keys)
+            values.extend(key_values)
         found, values = tf.concat(found, axis=0), tf.concat(values, axis=0)
         # Each cell holds one key at most, so a sum places the values (plus one: 0 is "no key").
         # Measured: one integer table and a gather beat a second segment op on the weights.

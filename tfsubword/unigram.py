@@ -1102,9 +1102,8 @@ class Viterbi(tf.Module):
         width = self._width
         size = tf.size(code_points)
         n = tf.size(splits) - 1
-        rows = tf.cast(ops.row_ids(splits), tf.int32)
+        rows, steps = (tf.cast(x, tf.int32) for x in ops.row_ids_and_places(splits))  # steps: of each position, from 0
         row_starts = tf.cast(splits[:-1], tf.int32)
-        limits = tf.gather(tf.cast(splits[1:], tf.int32), rows)
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
         longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
@@ -1116,7 +1115,6 @@ class Viterbi(tf.Module):
         # the row's rank by length, so each step reads and writes slices.
         step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
         rank = tf.gather(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows)
-        steps = tf.range(size) - tf.gather(row_starts, rows)  # of each position, from 0
         record = tf.gather(step_offsets, steps) + rank
         # The piece tables hold one block per step t: [reach, active] cells, where a piece of
         # `length` characters ending at the position of rank r is at row reach - length, column r.
@@ -1129,7 +1127,7 @@ class Viterbi(tf.Module):
         stride = tf.cast(tf.gather(active_per_step, steps), tf.int64)
         # A character that starts no one-character piece is an unknown piece of its own.
         pieces, piece_scores = self._trie.matches_by_end(
-            code_points, limits, width, (base, stride, block_starts[-1]), self._scores[dtype], single_missing=self._unknown_id
+            code_points, steps == 0, width, (base, stride, block_starts[-1]), self._scores[dtype], single_missing=self._unknown_id
         )
 
         # `best` holds, per row (a column of it), the best scores of the `reach` positions before
