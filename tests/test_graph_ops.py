@@ -1,5 +1,6 @@
 """The small graph helpers, on values worked out by hand."""
 
+import pytest
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
@@ -62,3 +63,19 @@ def test_first_and_last_in_rows_by_hand():
     assert last.numpy().tolist() == [2, -1, -1, 7, -1]
     first, last = ops.first_and_last_in_rows(tf.zeros([0], tf.bool), tf.zeros([0], tf.int64), 2)
     assert first.numpy().tolist() == [0, 0] and last.numpy().tolist() == [-1, -1]
+
+
+def test_take_is_a_gather_along_the_first_axis():
+    table = tf.constant([10, 11, 12, 13])
+    assert ops.take(table, tf.constant([3, 0, 0, 2])).numpy().tolist() == [13, 10, 10, 12]
+    assert ops.take(table, tf.constant([2, 1], tf.int64)).numpy().tolist() == [12, 11]
+    assert int(ops.take(table, tf.constant(1))) == 11  # a scalar index: one value
+    assert ops.take(table, tf.zeros([0], tf.int32)).shape == (0,)
+    # Rows of a matrix, and a matrix of indices: the shape of the indices, then of a row.
+    rows = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert ops.take(rows, tf.constant([2, 0])).numpy().tolist() == [[5.0, 6.0], [1.0, 2.0]]
+    assert ops.take(table, tf.constant([[0, 1], [3, 3]])).numpy().tolist() == [[10, 11], [13, 13]]
+    assert ops.take(tf.constant(["a", "b"]), tf.constant([1, 1, 0])).numpy().tolist() == [b"b", b"b", b"a"]
+    # Out of range: an error, as tf.gather gives on CPU, never a silent value.
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        ops.take(table, tf.constant([4]))

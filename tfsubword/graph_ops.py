@@ -121,3 +121,13 @@ def rare_cond(pred, true_fn, false_fn):
         if op.type in ("If", "StatelessIf"):
             op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))  # no public setter
     return result
+
+
+def take(params, indices):
+    """`tf.gather(params, indices)` (along axis 0), as a GatherNd. On CPU, GatherV2 copies each
+    value with a call of its own; GatherNd's loop is tighter. Measured on the 2-core development
+    machine, 1-D tables: 20,000 to 200,000 indices took 25-40% less time (65,536 int32 indices into
+    70,000 int32: 357 against 498 us), where tiny gathers take 2-3 us more (16 indices: the extra
+    op). Across the Unigram encoder, a paired A/B at batch 1024 gave 1.06-1.12x for `tokenize`,
+    1.13-1.19x with offsets; batch 1: 0.98-1.01x."""
+    return tf.gather_nd(params, tf.expand_dims(indices, -1))

@@ -121,13 +121,13 @@ class Trie(tf.Module):
         chars = tf.cast(code_points, tf.int64)
         # One-character keys: straight from the root's transitions.
         first = self._transitions.lookup(chars)
-        single = tf.gather(self._node_values, first + 1)
+        single = ops.take(self._node_values, first + 1)
         if single_missing is not None:
             single = tf.where(single >= 0, single, single_missing)
             found, values = [base - stride], [single]
         else:
             ends = ops.indices_where(single >= 0)
-            found, values = [tf.gather(base - stride, ends)], [tf.gather(single, ends)]
+            found, values = [ops.take(base - stride, ends)], [ops.take(single, ends)]
         # Walks go on into the next character unless it starts another word (or is past the end):
         # there the key is negative, so no transition matches. The loop is unrolled (width is
         # small): a step with no walk left costs little, a loop iteration much more.
@@ -141,14 +141,14 @@ class Trie(tf.Module):
         def steps(first_step, position, node):
             keys, key_values = [], []
             for k in range(first_step, min(first_step + _CHUNK, width + 1)):
-                child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + tf.gather(following, position))
-                value = tf.gather(self._node_values, child + 1)
+                child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + ops.take(following, position))
+                value = ops.take(self._node_values, child + 1)
                 accepted = ops.indices_where(value >= 0)
-                ends = tf.gather(position, accepted)
-                keys.append(tf.gather(base, ends) - k * tf.gather(stride, ends))
-                key_values.append(tf.gather(value, accepted))
+                ends = ops.take(position, accepted)
+                keys.append(ops.take(base, ends) - k * ops.take(stride, ends))
+                key_values.append(ops.take(value, accepted))
                 live = ops.indices_where(child >= 0)
-                position, node = tf.gather(position, live) + 1, tf.gather(child, live)
+                position, node = ops.take(position, live) + 1, ops.take(child, live)
             if first_step + _CHUNK <= width:
                 more = tf.cond(
                     tf.size(position) > 0,
@@ -168,14 +168,14 @@ class Trie(tf.Module):
             dense = min(width, _DENSE_STEPS)
             for k in range(2, dense + 1):
                 node = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + following[k - 1 : k - 1 + size])
-                value = tf.gather(self._node_values, node + 1)
+                value = ops.take(self._node_values, node + 1)
                 accepted = ops.indices_where(value >= 0)
                 # The cells of keys of k characters, by their first position (a key ends in the text).
-                keys.append(tf.gather((base - k * stride)[k - 1 :], accepted))
-                key_values.append(tf.gather(value, accepted))
+                keys.append(ops.take((base - k * stride)[k - 1 :], accepted))
+                key_values.append(ops.take(value, accepted))
             if dense < width:
                 live = ops.indices_where(node >= 0)
-                more = steps(dense + 1, live + dense, tf.gather(node, live))
+                more = steps(dense + 1, live + dense, ops.take(node, live))
                 keys.append(more[0])
                 key_values.append(more[1])
             found.extend(keys)
@@ -186,7 +186,7 @@ class Trie(tf.Module):
         ids_plus_one = tf.math.unsorted_segment_sum(values + 1, found, table_size)
         if weights is None:
             return ids_plus_one - 1
-        return ids_plus_one - 1, tf.gather(weights, ids_plus_one)
+        return ids_plus_one - 1, ops.take(weights, ids_plus_one)
 
     def _walk(self, code_points, start_nodes, limits, record):
         """Walk the trie from every position with a start node, one character per loop iteration.

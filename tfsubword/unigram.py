@@ -85,7 +85,7 @@ class SentencePieceNormalizer(tf.Module):
         """`[n]` strings -> (words, row splits int64, row ids int64): the words of each normalized
         string, each without the `▁` that starts it. Needs `splits_words`."""
         pool, occurrences, splits, rows = self.word_pool(strings)
-        return tf.gather(pool, occurrences), splits, rows
+        return ops.take(pool, occurrences), splits, rows
 
     def word_pool(self, strings):
         """`words` as indices into a pool of words: (pool, occurrences int64, row splits int64, row
@@ -105,7 +105,7 @@ class SentencePieceNormalizer(tf.Module):
         distinct, occurrences = tf.unique(split.flat_values, out_idx=tf.int64)
 
         def with_ruled_lines():
-            ruled_words = self.words_of_normalized(*self.normalize(tf.gather(strings, ruled)), tf.size(ruled, out_type=tf.int64))
+            ruled_words = self.words_of_normalized(*self.normalize(ops.take(strings, ruled)), tf.size(ruled, out_type=tf.int64))
             return _with_ruled_lines(distinct, occurrences, splits, ruled, *ruled_words)[:3]
 
         # Inlined, not `ops.rare_cond`: an `If` would wait for the split before it normalizes, and
@@ -129,8 +129,8 @@ class SentencePieceNormalizer(tf.Module):
         starts = ops.indices_where(is_space)
         count = tf.size(starts, out_type=tf.int64)
         inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
-        inner = tf.RaggedTensor.from_row_splits(tf.gather(values, ops.indices_where(~is_space)), inner_splits, validate=False)
-        word_lines = tf.gather(ops.row_ids(value_splits), starts)
+        inner = tf.RaggedTensor.from_row_splits(ops.take(values, ops.indices_where(~is_space)), inner_splits, validate=False)
+        word_lines = ops.take(ops.row_ids(value_splits), starts)
         return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, n)
 
     def normalize(self, strings, offsets=False):
@@ -150,24 +150,24 @@ class SentencePieceNormalizer(tf.Module):
         )
         values, value_splits, chunks, rewritten, on_path = self._rewrite(code_points, splits, invalid)
         n = tf.size(splits, out_type=tf.int64) - 1
-        rows = ops.row_ids(tf.gather(value_splits, splits))
+        rows = ops.row_ids(ops.take(value_splits, splits))
         nonempty_input = tf.strings.length(strings) > 0
         if not offsets:
             return self._whitespace(values, rows, n, chunks, rewritten, nonempty_input)
         chunk_starts = ops.indices_where(on_path)  # the input position of each chunk
-        sources = tf.gather(starts, tf.gather(chunk_starts, chunks))
+        sources = ops.take(starts, ops.take(chunk_starts, chunks))
         prefix_sources = tf.zeros([n], tf.int64)
         if self.spec.add_dummy_prefix and self.spec.remove_extra_whitespaces:
             # SentencePiece skips the chunks whose output is one space before it adds the prefix.
             size = tf.size(code_points, out_type=tf.int64)
-            first_value = tf.gather(value_splits, chunk_starts)
-            chunk_lengths = tf.gather(value_splits, tf.concat([chunk_starts[1:], [size]], axis=0)) - first_value
-            lone_space = (chunk_lengths == 1) & (tf.gather(tf.concat([values, [0]], axis=0), first_value) == _SPACE)
-            chunk_lines = tf.gather(ops.row_ids(splits), chunk_starts)
+            first_value = ops.take(value_splits, chunk_starts)
+            chunk_lengths = ops.take(value_splits, tf.concat([chunk_starts[1:], [size]], axis=0)) - first_value
+            lone_space = (chunk_lengths == 1) & (ops.take(tf.concat([values, [0]], axis=0), first_value) == _SPACE)
+            chunk_lines = ops.take(ops.row_ids(splits), chunk_starts)
             first_chunk, _ = ops.first_and_last_in_rows(~lone_space, chunk_lines, n)
-            first = tf.gather(tf.concat([chunk_starts, [size]], axis=0), first_chunk)
+            first = ops.take(tf.concat([chunk_starts, [size]], axis=0), first_chunk)
             # Lines of lone spaces only normalize to nothing: their prefix goes too.
-            prefix_sources = tf.gather(tf.concat([starts, [0]], axis=0), tf.minimum(first, size))
+            prefix_sources = ops.take(tf.concat([starts, [0]], axis=0), tf.minimum(first, size))
         spans = sources, prefix_sources, tf.cast(tf.strings.length(strings), tf.int64)
         return self._whitespace(values, rows, n, chunks, rewritten, nonempty_input, spans)
 
@@ -199,20 +199,20 @@ class SentencePieceNormalizer(tf.Module):
         if spec.remove_extra_whitespaces:
             # Trailing spaces: kept characters after the last kept non-space of their line.
             _, last_other = ops.first_and_last_in_rows(keep & (values != space_symbol), rows, n)
-            trailing = keep & (tf.range(size, dtype=tf.int64) > tf.gather(last_other, rows))
+            trailing = keep & (tf.range(size, dtype=tf.int64) > ops.take(last_other, rows))
             keep &= ~trailing
             if spans is not None:
                 first_trailing, _ = ops.first_and_last_in_rows(trailing, rows, n)
                 line_ends = tf.where(
                     first_trailing < tf.size(trailing, out_type=tf.int64),
-                    tf.gather(tf.concat([sources, [0]], axis=0), first_trailing),
+                    ops.take(tf.concat([sources, [0]], axis=0), first_trailing),
                     line_ends,
                 )
         kept = ops.indices_where(keep)
-        values, rows = tf.gather(values, kept), tf.gather(rows, kept)
+        values, rows = ops.take(values, kept), ops.take(rows, kept)
         lengths = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, n)
         if spans is not None:
-            sources = tf.gather(sources, kept)
+            sources = ops.take(sources, kept)
         splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
         if not spec.add_dummy_prefix:
             return (values, splits) if spans is None else (values, splits, sources, line_ends)
@@ -232,7 +232,7 @@ class SentencePieceNormalizer(tf.Module):
         unchanged = code_points, tf.range(tf.cast(size, tf.int64) + 1), positions, tf.constant(False), tf.ones([size], tf.bool)
         if self._rules is None and self._user_defined is None:
             return unchanged
-        flags = tf.gather(self._flags, code_points)
+        flags = ops.take(self._flags, code_points)
         following = tf.concat([flags[1:], [0]], axis=0)
         initial = tf.bitwise.bitwise_and(flags, _SINGLE) + tf.bitwise.bitwise_and(
             tf.bitwise.bitwise_and(flags, _FIRST) * 2, tf.bitwise.bitwise_and(following, _SECOND)
@@ -246,14 +246,14 @@ class SentencePieceNormalizer(tf.Module):
         size = tf.size(code_points)
         positions = tf.range(size)
         rows = ops.row_ids(splits)
-        limits = tf.cast(tf.gather(splits[1:], rows), tf.int32)
+        limits = tf.cast(ops.take(splits[1:], rows), tf.int32)
         # A match ends before an invalid byte (no key holds one).
         limits = tf.cond(
             tf.size(invalid) > 0,
-            lambda: tf.minimum(limits, tf.gather(tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0), tf.searchsorted(tf.cast(invalid, tf.int32), positions))),
+            lambda: tf.minimum(limits, ops.take(tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0), tf.searchsorted(tf.cast(invalid, tf.int32), positions))),
             lambda: limits,
         )
-        line_first = positions == tf.cast(tf.gather(splits[:-1], rows), tf.int32)
+        line_first = positions == tf.cast(ops.take(splits[:-1], rows), tf.int32)
         roots = tf.where(initial, 0, -1)
         none = -tf.ones_like(code_points)
         user_end = self._user_defined.longest_matches(code_points, roots, limits)[0] if self._user_defined else none
@@ -274,7 +274,7 @@ class SentencePieceNormalizer(tf.Module):
             # The characters of a user-defined symbol on the path are copied as they are.
             user_starts = ops.indices_where(on_path & user)
             marks = tf.scatter_nd(
-                tf.concat([user_starts, tf.cast(tf.gather(ends, user_starts), tf.int64)], axis=0)[:, None],
+                tf.concat([user_starts, tf.cast(ops.take(ends, user_starts), tf.int64)], axis=0)[:, None],
                 tf.concat([tf.ones_like(user_starts), -tf.ones_like(user_starts)], axis=0),
                 tf.cast(size, tf.int64)[None] + 1,
             )
@@ -282,10 +282,10 @@ class SentencePieceNormalizer(tf.Module):
         # The table: the targets of the rules applied, in order, then the characters. (Only the
         # targets used: all of them, 225,276 for nmt_nfkc, cost more to copy than a batch of lines.)
         applied = ops.indices_where(replaced)
-        targets, target_splits = ops.gather_rows(self._target_values, self._target_splits, tf.gather(rule, applied))
+        targets, target_splits = ops.gather_rows(self._target_values, self._target_splits, ops.take(rule, applied))
         # Each value of the table goes with the chunk of the position it stands for.
         chunk_of_position = tf.cumsum(tf.cast(on_path, tf.int32)) - 1
-        target_chunks = tf.gather(tf.gather(chunk_of_position, applied), ops.row_ids(target_splits))
+        target_chunks = ops.take(ops.take(chunk_of_position, applied), ops.row_ids(target_splits))
         table_values = tf.stack([tf.concat([targets, code_points], axis=0), tf.concat([target_chunks, chunk_of_position], axis=0)], axis=1)
         # Each position reads a range of the table: its rule's targets, itself, or nothing (one range
         # per position: several times cheaper than a ragged gather of one-value rows).
@@ -293,7 +293,7 @@ class SentencePieceNormalizer(tf.Module):
         starts = tf.tensor_scatter_nd_update(bounds[-1] + positions, applied[:, None], bounds[:-1])
         lengths = tf.tensor_scatter_nd_update(tf.cast(copied, tf.int32), applied[:, None], bounds[1:] - bounds[:-1])
         value_splits, index = tf.raw_ops.RaggedRange(starts=starts, limits=starts + lengths, deltas=tf.constant(1), Tsplits=tf.int64)
-        values = tf.gather(table_values, index)
+        values = ops.take(table_values, index)
         return values[:, 0], value_splits, values[:, 1], tf.constant(True), on_path
 
 
@@ -321,10 +321,10 @@ def _with_ruled_lines(distinct, occurrences, splits, ruled, ruled_words, ruled_s
     table_splits = tf.concat([splits, splits[-1] + ruled_splits[1:]], axis=0)
     rows = tf.tensor_scatter_nd_update(tf.range(n), ruled[:, None], n + tf.range(tf.size(ruled, out_type=tf.int64)))
     line_splits, positions = tf.raw_ops.RaggedRange(
-        starts=tf.gather(table_splits[:-1], rows), limits=tf.gather(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
+        starts=ops.take(table_splits[:-1], rows), limits=ops.take(table_splits[1:], rows), deltas=tf.constant(1, tf.int64)
     )
     table = tf.concat([occurrences, tf.size(distinct, out_type=tf.int64) + ruled_occurrences], axis=0)
-    return tf.concat([distinct, ruled_distinct], axis=0), tf.gather(table, positions), line_splits, positions
+    return tf.concat([distinct, ruled_distinct], axis=0), ops.take(table, positions), line_splits, positions
 
 
 def _ranges(sorted_values):
@@ -345,24 +345,24 @@ def _one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     rows = ops.row_ids(splits)
     lengths = tf.cast(tf.strings.length(strings), tf.int64)
     next_starts = tf.concat([starts[1:], [0]], axis=0)
-    last = tf.range(size) == tf.gather(splits[1:], rows) - 1
-    byte_lengths = tf.where(last, tf.gather(lengths, rows), next_starts) - starts
+    last = tf.range(size) == ops.take(splits[1:], rows) - 1
+    byte_lengths = tf.where(last, ops.take(lengths, rows), next_starts) - starts
     suspects = ops.indices_where((code_points == _REPLACEMENT) & (byte_lengths != 3))
     genuine_three = ops.indices_where((code_points == _REPLACEMENT) & (byte_lengths == 3))
     # A three-byte error (a truncated four-byte sequence) is not the character U+FFFD itself.
-    three_starts = tf.gather(starts, genuine_three)
+    three_starts = ops.take(starts, genuine_three)
     bytes_of_three = tf.strings.substr(
-        tf.gather(strings, tf.gather(rows, genuine_three)), three_starts, tf.fill(tf.shape(three_starts), tf.constant(3, tf.int64))
+        ops.take(strings, ops.take(rows, genuine_three)), three_starts, tf.fill(tf.shape(three_starts), tf.constant(3, tf.int64))
     )
-    false_three = tf.gather(genuine_three, ops.indices_where(bytes_of_three != "\ufffd"))
+    false_three = ops.take(genuine_three, ops.indices_where(bytes_of_three != "\ufffd"))
     invalid = tf.concat([suspects, false_three], axis=0)
-    repeats = tf.tensor_scatter_nd_update(tf.ones([size], tf.int64), invalid[:, None], tf.gather(byte_lengths, invalid))
+    repeats = tf.tensor_scatter_nd_update(tf.ones([size], tf.int64), invalid[:, None], ops.take(byte_lengths, invalid))
     expanded_splits = tf.concat([[0], tf.cumsum(repeats)], axis=0)
     # The k-th replacement of an invalid sequence starts at its k-th byte.
     expanded_starts = tf.repeat(starts - expanded_splits[:-1], repeats) + tf.range(expanded_splits[-1])
     from_invalid = tf.scatter_nd(invalid[:, None], tf.ones_like(invalid, tf.bool), [size])
     expanded_invalid = ops.indices_where(tf.repeat(from_invalid, repeats))
-    return tf.repeat(code_points, repeats), expanded_starts, tf.gather(expanded_splits, splits), expanded_invalid
+    return tf.repeat(code_points, repeats), expanded_starts, ops.take(expanded_splits, splits), expanded_invalid
 
 
 def _leading_in_chunk(space, chunks):
@@ -371,7 +371,7 @@ def _leading_in_chunk(space, chunks):
     index = tf.range(size)
     n_chunks = tf.reduce_max(tf.concat([[-1], chunks], axis=0)) + 1
     first_other = tf.math.unsorted_segment_min(tf.where(space, size, index), chunks, n_chunks)
-    return space & (index < tf.gather(first_other, chunks))
+    return space & (index < ops.take(first_other, chunks))
 
 
 @keras.saving.register_keras_serializable(package="tfsubword")
@@ -595,7 +595,7 @@ class UnigramLayer(TokenizerLayer):
         if normalizer.splits_words and self._viterbi.by_words:
             pool, occurrences, word_splits, word_lines = normalizer.word_pool(strings)
             ids, id_splits = self._viterbi.segment_words(
-                pool, word_splits, word_lines, lambda lines: normalizer.normalize(tf.gather(strings, lines)), occurrences=occurrences
+                pool, word_splits, word_lines, lambda lines: normalizer.normalize(ops.take(strings, lines)), occurrences=occurrences
             )
         else:
             ids, id_splits = self._viterbi(*normalizer.normalize(strings))
@@ -630,14 +630,14 @@ class UnigramLayer(TokenizerLayer):
         lengths = tf.cast(tf.strings.length(tokens.flat_values), tf.int64)
         # Each token's first byte, counted over all lines, then from its line's first token.
         from_first = tf.cumsum(lengths + 1, exclusive=True)
-        positions = from_first - tf.gather(from_first, tf.gather(token_splits, token_lines))
+        positions = from_first - ops.take(from_first, ops.take(token_splits, token_lines))
         words = ops.indices_where(lengths > 0)  # an empty token is an extra space
-        word_starts = tf.gather(positions, words)
-        spans = tf.stack([word_starts, word_starts + tf.gather(lengths, words)], axis=1)
+        word_starts = ops.take(positions, words)
+        spans = tf.stack([word_starts, word_starts + ops.take(lengths, words)], axis=1)
         plain = (
             distinct_tokens,
-            tf.gather(token_occurrences, words),
-            ops.splits_from_row_ids(tf.gather(token_lines, words), n),
+            ops.take(token_occurrences, words),
+            ops.splits_from_row_ids(ops.take(token_lines, words), n),
             spans,
             tf.zeros([0], tf.int64),
             tf.zeros([1], tf.int64),
@@ -645,12 +645,12 @@ class UnigramLayer(TokenizerLayer):
         )
 
         def with_ruled_lines():
-            values, value_splits, sources, line_ends = normalizer.normalize(tf.gather(strings, ruled), offsets=True)
+            values, value_splits, sources, line_ends = normalizer.normalize(ops.take(strings, ruled), offsets=True)
             ruled_words, ruled_splits = normalizer.words_of_normalized(values, value_splits, tf.size(ruled, out_type=tf.int64))
             pool, occurrences, splits, at = _with_ruled_lines(*plain[:3], ruled, ruled_words, ruled_splits)
             # A ruled line's words are placed by `sources`: no spans in the line.
             no_spans = tf.zeros([tf.size(ruled_words), 2], tf.int64)
-            return pool, occurrences, splits, tf.gather(tf.concat([spans, no_spans], axis=0), at), sources, value_splits, line_ends
+            return pool, occurrences, splits, ops.take(tf.concat([spans, no_spans], axis=0), at), sources, value_splits, line_ends
 
         # Inlined, not `ops.rare_cond`: most large batches have ruled lines.
         pool, occurrences, word_splits, spans, sources, source_splits, line_ends = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: plain)
@@ -662,7 +662,7 @@ class UnigramLayer(TokenizerLayer):
             pool,
             word_splits,
             word_lines,
-            lambda indices: normalizer.normalize(tf.gather(strings, indices)),
+            lambda indices: normalizer.normalize(ops.take(strings, indices)),
             merge=False,
             distinct=True,
             occurrences=occurrences,
@@ -671,22 +671,22 @@ class UnigramLayer(TokenizerLayer):
         # number the words of the pieces (or a mark at the first character of each word, if the
         # `▁` could be an unknown piece), and a piece ends its word where the next starts one.
         occurrence = distinct["occurrence"]
-        word_values = tf.gather(distinct["splits"], occurrence)  # where each word's characters start
-        word_chars = tf.gather(distinct["splits"][1:], occurrence) - word_values
+        word_values = ops.take(distinct["splits"], occurrence)  # where each word's characters start
+        word_chars = ops.take(distinct["splits"][1:], occurrence) - word_values
         char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)  # and in the lines, all in turn
-        chars = tf.gather(self._viterbi.piece_chars, ids)
+        chars = ops.take(self._viterbi.piece_chars, ids)
         piece_ends = tf.cumsum(chars)
         piece_starts = piece_ends - chars
         if self._starts_word is not None:
-            starts_word = tf.gather(self._starts_word, ids)
+            starts_word = ops.take(self._starts_word, ids)
         else:
-            starts_word = tf.gather(tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:]), piece_starts) > 0
+            starts_word = ops.take(tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:]), piece_starts) > 0
         word = tf.cumsum(tf.cast(starts_word, tf.int64)) - 1
         ends_word = tf.concat([starts_word, [True]], axis=0)[1:]
         # Per word: the source of its `▁`, that of the character after it, and where a table holds
         # those of its characters (plus a number to add). In a plain line, the table holds the byte
         # where each character of the distinct words starts in its word (after a `▁` of 3 bytes).
-        line_first_word = tf.gather(word_splits, word_lines)
+        line_first_word = ops.take(word_splits, word_lines)
         first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == line_first_word
         space_sources = tf.where(first_in_line, word_starts, tf.concat([[0], word_ends[:-1]], axis=0))
         in_word = distinct["starts"] - len(SPACE_SYMBOL.encode())
@@ -695,17 +695,17 @@ class UnigramLayer(TokenizerLayer):
 
         def in_ruled_lines():
             # In a ruled line, the table is `sources`, from the line's `▁` that starts each word.
-            k = tf.gather(rank, word_lines)
+            k = ops.take(rank, word_lines)
             in_ruled = k >= 0
             k = tf.maximum(k, 0)
-            line_start = tf.gather(source_splits, k) - tf.gather(char_splits, line_first_word)
+            line_start = ops.take(source_splits, k) - ops.take(char_splits, line_first_word)
             at = line_start + char_splits[:-1]
             padded = tf.concat([sources, [0]], axis=0)
             size = tf.size(sources, out_type=tf.int64)
             last_in_line = tf.concat([first_in_line[1:], [True]], axis=0)
             ruled_words = (
-                tf.gather(padded, tf.minimum(at, size)),
-                tf.where(last_in_line, tf.gather(tf.concat([line_ends, [0]], axis=0), k), tf.gather(padded, tf.minimum(at + word_chars, size))),
+                ops.take(padded, tf.minimum(at, size)),
+                tf.where(last_in_line, ops.take(tf.concat([line_ends, [0]], axis=0), k), ops.take(padded, tf.minimum(at + word_chars, size))),
                 tf.size(in_word, out_type=tf.int64) + line_start,
                 tf.zeros_like(at),
             )
@@ -713,13 +713,13 @@ class UnigramLayer(TokenizerLayer):
 
         space_sources, end_sources, to_table, added = tf.cond(tf.size(ruled) > 0, in_ruled_lines, lambda: plain_words)
         table = tf.concat([in_word, sources, [0]], axis=0)
-        shift = tf.gather(to_table, word)
-        added = tf.gather(added, word)
-        starts = tf.where(starts_word, tf.gather(space_sources, word), added + tf.gather(table, shift + piece_starts))
-        ends = tf.where(ends_word, tf.gather(end_sources, word), added + tf.gather(table, shift + piece_ends))
+        shift = ops.take(to_table, word)
+        added = ops.take(added, word)
+        starts = tf.where(starts_word, ops.take(space_sources, word), added + ops.take(table, shift + piece_starts))
+        ends = tf.where(ends_word, ops.take(end_sources, word), added + ops.take(table, shift + piece_ends))
         characters = None
         if self._viterbi.byte_ids is not None:
-            characters = tf.gather(distinct["values"], tf.gather(to_distinct, word) + piece_starts)
+            characters = ops.take(distinct["values"], ops.take(to_distinct, word) + piece_starts)
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
     def _offsets_of_normalized(self, strings):
@@ -735,14 +735,14 @@ class UnigramLayer(TokenizerLayer):
         ends, row splits) as SentencePiece gives them. `sources`: where each normalized character
         comes from; `line_ends`: where each text ends."""
         # The pieces of each text cover it in order, so their ends are a running sum over all texts.
-        chars = tf.gather(self._viterbi.piece_chars, ids)
+        chars = ops.take(self._viterbi.piece_chars, ids)
         ends = tf.cumsum(chars)
         first = ends - chars
         sources = tf.concat([sources, [0]], axis=0)  # the end of the last text reads the 0
-        starts = tf.gather(sources, first)
+        starts = ops.take(sources, first)
         lines = ops.row_ids(id_splits)
-        ends = tf.where(ends == tf.gather(splits[1:], lines), tf.gather(line_ends, lines), tf.gather(sources, ends))
-        characters = tf.gather(values, first) if self._viterbi.byte_ids is not None else None
+        ends = tf.where(ends == ops.take(splits[1:], lines), ops.take(line_ends, lines), ops.take(sources, ends))
+        characters = ops.take(values, first) if self._viterbi.byte_ids is not None else None
         return self._unknown_spans(ids, id_splits, starts, ends, characters, lines)
 
     def _unknown_spans(self, ids, id_splits, starts, ends, characters, lines=None):
@@ -753,17 +753,17 @@ class UnigramLayer(TokenizerLayer):
         if viterbi.byte_ids is not None:
             # The byte pieces of an unknown character: all but the last are empty, at its start.
             ids, new_splits, old, last = _unknowns_as_bytes(ids, characters, self._unknown_id, viterbi.byte_ids)
-            starts = tf.gather(starts, old)
-            ends = tf.where(last, tf.gather(ends, old), starts)
-            return ids, starts, ends, tf.gather(new_splits, id_splits)
+            starts = ops.take(starts, old)
+            ends = tf.where(last, ops.take(ends, old), starts)
+            return ids, starts, ends, ops.take(new_splits, id_splits)
         # Consecutive unknown pieces become one, from the start of the first to the end of the last.
         lines = ops.row_ids(id_splits) if lines is None else lines
         stays = _stays_after_unknown_runs(ids, lines, self._unknown_id)
         kept = ops.indices_where(stays)
         # A run ends where its last piece does, before the next that stays (pieces end in order in a line).
-        ends = tf.gather(ends, tf.concat([kept, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1)
-        id_splits = ops.splits_from_row_ids(tf.gather(lines, kept), tf.size(id_splits, out_type=tf.int64) - 1)
-        return tf.gather(ids, kept), tf.gather(starts, kept), ends, id_splits
+        ends = ops.take(ends, tf.concat([kept, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1)
+        id_splits = ops.splits_from_row_ids(ops.take(lines, kept), tf.size(id_splits, out_type=tf.int64) - 1)
+        return ops.take(ids, kept), ops.take(starts, kept), ends, id_splits
 
     def _detokenize_tokens(self, tokens):
         """Pieces -> text as SentencePiece decodes it: control pieces vanish, the unknown piece is
@@ -779,7 +779,7 @@ class UnigramLayer(TokenizerLayer):
         skipped = kind == spm_model.CONTROL
         if spec.remove_extra_whitespaces:
             skipped |= lone_space
-        first = tf.gather(
+        first = ops.take(
             tf.math.unsorted_segment_min(tf.where(skipped, tf.size(flat, out_type=tf.int64), index), rows, tokens.nrows()), rows
         )
         starts_with_space = normal & tf.strings.regex_full_match(flat, SPACE_SYMBOL + ".*")
@@ -916,9 +916,9 @@ class Viterbi(tf.Module):
         if self.byte_ids is None:
             return _merge_unknowns(ids, splits, self._unknown_id)
         # The pieces cover their rows in order: a running sum of their lengths says where each starts.
-        characters = tf.gather(code_points, tf.cumsum(tf.gather(self.piece_chars, ids), exclusive=True))
+        characters = ops.take(code_points, tf.cumsum(ops.take(self.piece_chars, ids), exclusive=True))
         ids, piece_splits, _, _ = _unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
-        return ids, tf.gather(piece_splits, splits)
+        return ids, ops.take(piece_splits, splits)
 
     def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False, occurrences=None):
         if occurrences is None:
@@ -945,11 +945,11 @@ class Viterbi(tf.Module):
         # First for all lines at once: no score on a line's paths exceeds its characters times the
         # largest score magnitude, so the ulp there bounds every ulp of the exact check.
         length = distinct_splits[1:] - distinct_splits[:-1]
-        line_chars = tf.math.segment_sum(tf.gather(length, occurrence), word_lines)
+        line_chars = tf.math.segment_sum(ops.take(length, occurrence), word_lines)
         longest_line = tf.cast(tf.reduce_max(tf.concat([[0], line_chars], axis=0)), tf.float64)
         magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
-        suspects = ops.indices_where(tf.gather(fragile_anywhere, occurrence))
+        suspects = ops.indices_where(ops.take(fragile_anywhere, occurrence))
         fragile = ops.rare_cond(
             tf.size(suspects) > 0,
             lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
@@ -957,11 +957,11 @@ class Viterbi(tf.Module):
         )
 
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
-        lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(tf.gather(word_lines, fragile), out_idx=tf.int64)
+        lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(ops.take(word_lines, fragile), out_idx=tf.int64)
         # A line with one fragile word: that word is segmented again alone, exactly; other lines
         # with fragile words are segmented again whole.
         whole = fragile_per_line > 1
-        lone = tf.gather(fragile, ops.indices_where(~tf.gather(whole, line_of_fragile)))
+        lone = ops.take(fragile, ops.indices_where(~ops.take(whole, line_of_fragile)))
         values, occurrence_splits = ops.rare_cond(
             tf.size(lone) > 0,
             lambda: self._redo_words(
@@ -969,9 +969,9 @@ class Viterbi(tf.Module):
             ),
             lambda: (values, occurrence_splits),
         )
-        starts_unknown = tf.reduce_any(tf.gather(values, occurrence_splits[:-1]) == self._unknown_id)
-        line_splits = tf.gather(occurrence_splits, line_word_splits)
-        fragile_lines = tf.gather(lines_with_fragile, ops.indices_where(whole))
+        starts_unknown = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
+        line_splits = ops.take(occurrence_splits, line_word_splits)
+        fragile_lines = ops.take(lines_with_fragile, ops.indices_where(whole))
         values, line_splits = ops.rare_cond(
             tf.size(fragile_lines) > 0,
             lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
@@ -990,20 +990,20 @@ class Viterbi(tf.Module):
         precision at their place in their lines: those whose smallest gap is within (length + 2) ulps
         at the magnitude of the line's score before them plus the word's, or of the largest score
         SentencePiece keeps before restarting from 0. Reads only the lines of the suspects."""
-        lines = tf.unique(tf.gather(word_lines, suspects))[0]
-        spans = tf.ragged.range(tf.gather(line_word_splits, lines), tf.gather(line_word_splits, lines + 1))
+        lines = tf.unique(ops.take(word_lines, suspects))[0]
+        spans = tf.ragged.range(ops.take(line_word_splits, lines), ops.take(line_word_splits, lines + 1))
         in_lines = spans.flat_values  # sorted: the occurrences of those lines, in order
         # The exact score of the line before each word, and its characters: SentencePiece's sum
         # is off by at most half an ulp per piece (at most one per character).
-        occurrences = tf.gather(occurrence, in_lines)
-        before = tf.cumsum(tf.stack([tf.gather(total, occurrences), tf.cast(tf.gather(length, occurrences), tf.float64)], axis=1), axis=0, exclusive=True)
-        before -= tf.gather(before, tf.gather(spans.row_splits, ops.row_ids(spans.row_splits)))
-        before_score, before_chars = tf.unstack(tf.gather(before, tf.searchsorted(in_lines, suspects)), axis=1)
-        words = tf.gather(occurrence, suspects)
-        word_length = tf.cast(tf.gather(length, words), tf.float64)
+        occurrences = ops.take(occurrence, in_lines)
+        before = tf.cumsum(tf.stack([ops.take(total, occurrences), tf.cast(ops.take(length, occurrences), tf.float64)], axis=1), axis=0, exclusive=True)
+        before -= ops.take(before, ops.take(spans.row_splits, ops.row_ids(spans.row_splits)))
+        before_score, before_chars = tf.unstack(ops.take(before, tf.searchsorted(in_lines, suspects)), axis=1)
+        words = ops.take(occurrence, suspects)
+        word_length = tf.cast(ops.take(length, words), tf.float64)
         magnitude = tf.abs(before_score) * (1 + 1e-6) + before_chars * self._half_ulp + word_length * self._max_score_magnitude + 1
-        fragile = ops.indices_where(~(tf.gather(smallest_gap, words) > (word_length + 2) * self._ulp(tf.minimum(magnitude, self._largest_score))))
-        return tf.gather(suspects, fragile)
+        fragile = ops.indices_where(~(ops.take(smallest_gap, words) > (word_length + 2) * self._ulp(tf.minimum(magnitude, self._largest_score))))
+        return ops.take(suspects, fragile)
 
     @staticmethod
     def _ulp(magnitude):
@@ -1021,18 +1021,18 @@ class Viterbi(tf.Module):
         k = tf.size(lone)
         distinct_values, distinct_splits = distinct
         # The pieces before each lone word in its line, unknown characters unmerged (each is a node).
-        earlier = tf.ragged.range(tf.gather(line_word_splits, tf.gather(word_lines, lone)), lone)
-        words = tf.gather(occurrence, earlier.flat_values)
+        earlier = tf.ragged.range(ops.take(line_word_splits, ops.take(word_lines, lone)), lone)
+        words = ops.take(occurrence, earlier.flat_values)
         earlier_ids, occurrence_splits = ops.gather_rows(*raw, words)
-        row_splits = tf.gather(occurrence_splits, earlier.row_splits)
-        padded = tf.RaggedTensor.from_row_splits(tf.gather(self._scores[tf.float32], earlier_ids + 1), row_splits, validate=False).to_tensor(0.0)
+        row_splits = ops.take(occurrence_splits, earlier.row_splits)
+        padded = tf.RaggedTensor.from_row_splits(ops.take(self._scores[tf.float32], earlier_ids + 1), row_splits, validate=False).to_tensor(0.0)
         columns = tf.range(tf.shape(padded)[1])
         # Each earlier occurrence: its row, the column of its first piece and its number of pieces.
         row = ops.row_ids(earlier.row_splits)
-        first = tf.cast(occurrence_splits[:-1] - tf.gather(row_splits, row), tf.int32)
+        first = tf.cast(occurrence_splits[:-1] - ops.take(row_splits, row), tf.int32)
         count = tf.cast(occurrence_splits[1:] - occurrence_splits[:-1], tf.int32)
         # No score inside a word moves further than this from the score before it.
-        length = tf.cast(tf.gather(distinct_splits[1:] - distinct_splits[:-1], words), tf.float32)
+        length = tf.cast(ops.take(distinct_splits[1:] - distinct_splits[:-1], words), tf.float32)
         reach = length * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1
 
         def step(start, score, _, __):
@@ -1040,17 +1040,17 @@ class Viterbi(tf.Module):
             counted = tf.where(columns[None, :] >= start[:, None], padded, 0.0)
             sums = tf.cumsum(tf.concat([score[:, None], counted], axis=1), axis=1)
             before = tf.gather_nd(sums, tf.stack([tf.cast(row, tf.int32), first], axis=1))
-            risky = (first >= tf.gather(start, row)) & (tf.abs(before) + reach > _RESET)
+            risky = (first >= ops.take(start, row)) & (tf.abs(before) + reach > _RESET)
             n = tf.size(risky, out_type=tf.int64)
             next_risky = tf.math.unsorted_segment_min(tf.where(risky, tf.range(n), n), row, k)
             rows = ops.indices_where(next_risky < n)
-            at = tf.gather(next_risky, rows)
+            at = ops.take(next_risky, rows)
 
             def segment_exactly():
-                values, splits = ops.gather_rows(distinct_values, distinct_splits, tf.gather(words, at))
-                after = self._best_paths(values, splits, tf.float32, gaps=True, offsets=tf.gather(before, at))["total"]
+                values, splits = ops.gather_rows(distinct_values, distinct_splits, ops.take(words, at))
+                after = self._best_paths(values, splits, tf.float32, gaps=True, offsets=ops.take(before, at))["total"]
                 return (
-                    tf.tensor_scatter_nd_update(start, rows[:, None], tf.gather(first + count, at)),
+                    tf.tensor_scatter_nd_update(start, rows[:, None], ops.take(first + count, at)),
                     tf.tensor_scatter_nd_update(score, rows[:, None], after),
                 )
 
@@ -1074,7 +1074,7 @@ class Viterbi(tf.Module):
         n_distinct = tf.size(piece_splits, out_type=tf.int64) - 1
         k = tf.size(lone, out_type=tf.int64)
         offsets = self._scores_before(lone, occurrence, word_lines, line_word_splits, raw, distinct)
-        word_values, word_splits = ops.gather_rows(*distinct, tf.gather(occurrence, lone))
+        word_values, word_splits = ops.gather_rows(*distinct, ops.take(occurrence, lone))
         paths = self._best_paths(word_values, word_splits, tf.float32, offsets=offsets)
         redone, redone_splits = paths["piece"], ops.splits_from_row_ids(paths["rows"], k)
         if merge:
@@ -1107,15 +1107,15 @@ class Viterbi(tf.Module):
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
         longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
-        sorted_lengths = tf.gather(row_lengths, order)
+        sorted_lengths = ops.take(row_lengths, order)
         # The rows at least t long, for t = 1 .. longest.
         rows_of_length = tf.math.bincount(row_lengths, minlength=longest + 1, maxlength=longest + 1)
         active_per_step = tf.cumsum(rows_of_length, reverse=True)[1:]
         # Step t (position t - 1 of each row long enough) handles the records step_offsets[t - 1] +
         # the row's rank by length, so each step reads and writes slices.
         step_offsets = tf.concat([[0], tf.cumsum(active_per_step)], axis=0)
-        rank = tf.gather(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows)
-        record = tf.gather(step_offsets, steps) + rank
+        rank = ops.take(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows)
+        record = ops.take(step_offsets, steps) + rank
         # The piece tables hold one block per step t: [reach, active] cells, where a piece of
         # `length` characters ending at the position of rank r is at row reach - length, column r.
         # Pieces ending at step t have at most reach = min(t, width) characters, so most blocks
@@ -1123,8 +1123,8 @@ class Viterbi(tf.Module):
         reach = tf.minimum(tf.range(1, longest + 1), width)
         block_ends = tf.cumsum(tf.cast(reach * active_per_step, tf.int64))
         block_starts = tf.concat([[0], block_ends], axis=0)
-        base = tf.gather(block_ends, steps) + tf.cast(rank, tf.int64)
-        stride = tf.cast(tf.gather(active_per_step, steps), tf.int64)
+        base = ops.take(block_ends, steps) + tf.cast(rank, tf.int64)
+        stride = tf.cast(ops.take(active_per_step, steps), tf.int64)
         # A character that starts no one-character piece is an unknown piece of its own.
         pieces, piece_scores = self._trie.matches_by_end(
             code_points, steps == 0, width, (base, stride, block_starts[-1]), self._scores[dtype], single_missing=self._unknown_id
@@ -1200,7 +1200,7 @@ class Viterbi(tf.Module):
         def by_record(records, dtype):
             return tf.cond(longest > 0, records.concat, lambda: tf.zeros([0], dtype))
 
-        start = tf.zeros([1, n], dtype) + (0 if offsets is None else tf.gather(offsets, order)[None, :])
+        start = tf.zeros([1, n], dtype) + (0 if offsets is None else ops.take(offsets, order)[None, :])
         if dtype == tf.float32:
             # Each sum can round up to half an ulp further.
             farthest = tf.cast(longest, tf.float32) * (self._max_score_magnitude + self._half_ulp) + tf.reduce_max(tf.abs(tf.concat([[0.0], start[0]], axis=0)))
@@ -1224,29 +1224,29 @@ class Viterbi(tf.Module):
                 (longest, sorted_lengths, array(tf.bool, longest)),
                 shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), None),
             )
-            return tf.gather(by_record(taken, tf.bool), record)
+            return ops.take(by_record(taken, tf.bool), record)
 
         # Or by pointer doubling, in log2(longest row) rounds that each touch every position;
         # reversed, the walk moves forward, as `greedy_path` needs.
         def by_doubling():
-            previous_end = tf.range(size) - tf.gather(winners, record)  # of the piece before each
-            back_reversed = tf.where(previous_end < tf.gather(row_starts, rows), size, size - 1 - previous_end)
-            row_ends = tf.gather(tf.cast(splits[1:], tf.int32), ops.indices_where(row_lengths > 0)) - 1
+            previous_end = tf.range(size) - ops.take(winners, record)  # of the piece before each
+            back_reversed = tf.where(previous_end < ops.take(row_starts, rows), size, size - 1 - previous_end)
+            row_ends = ops.take(tf.cast(splits[1:], tf.int32), ops.indices_where(row_lengths > 0)) - 1
             path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
             return tf.reverse(matching.greedy_path(tf.reverse(back_reversed, [0]), path_starts, longest), [0])
 
         # Steps are cheap but one per position of the longest row: the better choice for many short rows.
         on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & (longest <= _WALK_BY_STEPS_UP_TO), by_steps, by_doubling)
         ends = ops.indices_where(on_path)
-        end_lengths = tf.cast(tf.gather(winners, tf.gather(record, ends)), tf.int64)
-        end_base, end_stride = tf.gather(base, ends), tf.gather(stride, ends)
+        end_lengths = tf.cast(ops.take(winners, ops.take(record, ends)), tf.int64)
+        end_base, end_stride = ops.take(base, ends), ops.take(stride, ends)
         paths = {
-            "rows": tf.cast(tf.gather(rows, ends), tf.int64),
-            "piece": tf.gather(pieces, end_base - end_lengths * end_stride),
+            "rows": tf.cast(ops.take(rows, ends), tf.int64),
+            "piece": ops.take(pieces, end_base - end_lengths * end_stride),
         }
         if gaps:
-            paths["total"] = tf.gather(records[0], tf.gather(record, splits[1:] - 1))
-            paths["gap"] = tf.gather(records[1], tf.gather(record, ends))
+            paths["total"] = ops.take(records[0], ops.take(record, splits[1:] - 1))
+            paths["gap"] = ops.take(records[1], ops.take(record, ends))
         return paths
 
 
@@ -1285,15 +1285,15 @@ def _word_starts(code_points, splits, space):
     size = tf.size(code_points)
     position = tf.range(tf.cast(size, tf.int64))
     rows = ops.row_ids(splits)
-    starts = ops.indices_where((position == tf.gather(splits[:-1], rows)) | (code_points == space))
-    return starts, ops.splits_from_row_ids(tf.gather(rows, starts), tf.size(splits, out_type=tf.int64) - 1)
+    starts = ops.indices_where((position == ops.take(splits[:-1], rows)) | (code_points == space))
+    return starts, ops.splits_from_row_ids(ops.take(rows, starts), tf.size(splits, out_type=tf.int64) - 1)
 
 
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
     rows = ops.row_ids(splits)
     kept = ops.indices_where(_stays_after_unknown_runs(ids, rows, unknown_id))
-    return tf.gather(ids, kept), ops.splits_from_row_ids(tf.gather(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
+    return ops.take(ids, kept), ops.splits_from_row_ids(ops.take(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
 
 
 def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
@@ -1305,15 +1305,15 @@ def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
     lengths = tf.where(unknown, 1 + sum(tf.cast(characters >= bound, tf.int32) for bound in (0x80, 0x800, 0x10000)), 1)
     piece_splits = tf.concat([[0], tf.cumsum(tf.cast(lengths, tf.int64))], axis=0)
     old = ops.row_ids(piece_splits)
-    index = tf.cast(tf.range(piece_splits[-1]) - tf.gather(piece_splits, old), tf.int32)  # of the byte in its character
-    length, character = tf.gather(lengths, old), tf.gather(characters, old)
+    index = tf.cast(tf.range(piece_splits[-1]) - ops.take(piece_splits, old), tf.int32)  # of the byte in its character
+    length, character = ops.take(lengths, old), ops.take(characters, old)
     bits = tf.bitwise.right_shift(character, 6 * (length - 1 - index))
     # A lead byte marks the length (none for one byte); the others hold 6 bits each after 0b10.
     lead_marks = tf.constant([0, 0, 0xC0, 0xE0, 0xF0], tf.int32)
-    byte = tf.where(index == 0, tf.gather(lead_marks, length) | bits, 0x80 | (bits & 0x3F))
-    from_unknown = tf.gather(unknown, old)
+    byte = tf.where(index == 0, ops.take(lead_marks, length) | bits, 0x80 | (bits & 0x3F))
+    from_unknown = ops.take(unknown, old)
     # Elsewhere `byte` is a whole code point, perhaps past the table: read entry 0 there instead.
-    new_ids = tf.where(from_unknown, tf.gather(byte_ids, tf.where(from_unknown, byte, 0)), tf.gather(ids, old))
+    new_ids = tf.where(from_unknown, ops.take(byte_ids, tf.where(from_unknown, byte, 0)), ops.take(ids, old))
     return new_ids, piece_splits, old, index == length - 1
 
 
