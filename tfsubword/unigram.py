@@ -1103,7 +1103,6 @@ class Viterbi(tf.Module):
         size = tf.size(code_points)
         n = tf.size(splits) - 1
         rows, steps = (tf.cast(x, tf.int32) for x in ops.row_ids_and_places(splits))  # steps: of each position, from 0
-        row_starts = tf.cast(splits[:-1], tf.int32)
         row_lengths = tf.cast(splits[1:] - splits[:-1], tf.int32)
         order = tf.argsort(row_lengths, direction="DESCENDING", stable=True)
         longest = tf.reduce_max(tf.concat([[0], row_lengths], axis=0))
@@ -1229,8 +1228,9 @@ class Viterbi(tf.Module):
         # Or by pointer doubling, in log2(longest row) rounds that each touch every position;
         # reversed, the walk moves forward, as `greedy_path` needs.
         def by_doubling():
-            previous_end = tf.range(size) - ops.take(winners, record)  # of the piece before each
-            back_reversed = tf.where(previous_end < ops.take(row_starts, rows), size, size - 1 - previous_end)
+            length = ops.take(winners, record)  # of the piece ending at each position
+            # The piece before ends `length` back, unless this one starts its row (is `steps` + 1 long).
+            back_reversed = tf.where(length > steps, size, size - 1 - tf.range(size) + length)
             row_ends = ops.take(tf.cast(splits[1:], tf.int32), ops.indices_where(row_lengths > 0)) - 1
             path_starts = tf.scatter_nd((size - 1 - row_ends)[:, None], tf.ones_like(row_ends, tf.bool), [size])
             return tf.reverse(matching.greedy_path(tf.reverse(back_reversed, [0]), path_starts, longest), [0])
