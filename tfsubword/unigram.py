@@ -656,8 +656,6 @@ class UnigramLayer(TokenizerLayer):
         pool, occurrences, word_splits, spans, sources, source_splits, line_ends = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: plain)
         word_starts, word_ends = tf.unstack(spans, axis=1)
         word_lines = ops.row_ids(word_splits)
-        # Each line's rank among the ruled ones, -1 for a plain one.
-        rank = tf.tensor_scatter_nd_update(-tf.ones([n], tf.int64), ruled[:, None], tf.range(tf.size(ruled, out_type=tf.int64)))
         ids, id_splits, distinct = self._viterbi.segment_words(
             pool,
             word_splits,
@@ -669,54 +667,55 @@ class UnigramLayer(TokenizerLayer):
         )
         # The pieces cover the words in order, each word's first piece from its `▁`: those pieces
         # number the words of the pieces (or a mark at the first character of each word, if the
-        # `▁` could be an unknown piece), and a piece ends its word where the next starts one.
+        # `▁` could be an unknown piece).
         occurrence = distinct["occurrence"]
         word_values = ops.take(distinct["splits"], occurrence)  # where each word's characters start
         word_chars = ops.take(distinct["splits"][1:], occurrence) - word_values
         char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)  # and in the lines, all in turn
         chars = ops.take(self._viterbi.piece_chars, ids)
-        piece_ends = tf.cumsum(chars)
-        piece_starts = piece_ends - chars
+        piece_starts = tf.cumsum(chars, exclusive=True)
         if self._starts_word is not None:
             starts_word = ops.take(self._starts_word, ids)
         else:
             starts_word = ops.take(tf.scatter_nd(char_splits[:-1, None], tf.ones_like(word_chars), char_splits[-1:]), piece_starts) > 0
         word = tf.cumsum(tf.cast(starts_word, tf.int64)) - 1
-        ends_word = tf.concat([starts_word, [True]], axis=0)[1:]
-        # Per word: the source of its `▁`, that of the character after it, and where a table holds
-        # those of its characters (plus a number to add). In a plain line, the table holds the byte
-        # where each character of the distinct words starts in its word (after a `▁` of 3 bytes).
-        line_first_word = ops.take(word_splits, word_lines)
-        first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == line_first_word
+        # Per word: the source of its `▁`, and where a table holds those of its characters (plus a
+        # number to add). In a plain line, the table holds the byte where each character of the
+        # distinct words starts in its word (after a `▁` of 3 bytes).
+        first_in_line = tf.range(tf.size(word_lines, out_type=tf.int64)) == ops.take(word_splits, word_lines)
         space_sources = tf.where(first_in_line, word_starts, tf.concat([[0], word_ends[:-1]], axis=0))
         in_word = distinct["starts"] - len(SPACE_SYMBOL.encode())
         to_distinct = word_values - char_splits[:-1]  # a character's index among the distinct words' ones, less its own
-        plain_words = space_sources, word_ends, to_distinct, word_starts
+        # Where each line ends: at the end of its last word (where trailing spaces start).
+        has_words = ops.indices_where(word_splits[1:] > word_splits[:-1])
+        line_ends_at = ops.take(word_ends, ops.take(word_splits, has_words + 1) - 1)
 
         def in_ruled_lines():
-            # In a ruled line, the table is `sources`, from the line's `▁` that starts each word.
-            k = ops.take(rank, word_lines)
-            in_ruled = k >= 0
-            k = tf.maximum(k, 0)
-            line_start = ops.take(source_splits, k) - ops.take(char_splits, line_first_word)
-            at = line_start + char_splits[:-1]
-            padded = tf.concat([sources, [0]], axis=0)
-            size = tf.size(sources, out_type=tf.int64)
-            last_in_line = tf.concat([first_in_line[1:], [True]], axis=0)
+            # In a ruled line, the table is `sources`, from the line's `▁` that starts each word. Only
+            # the words of those lines (few) are read, and written over the plain lines' values.
+            first, limit = ops.take(word_splits, ruled), ops.take(word_splits, ruled + 1)
+            k, place = ops.row_ids_and_places(tf.concat([[0], tf.cumsum(limit - first)], axis=0))  # of each word: its line's rank
+            line_first = ops.take(first, k)
+            words = line_first + place
+            line_start = ops.take(source_splits, k) - ops.take(char_splits, line_first)
             ruled_words = (
-                ops.take(padded, tf.minimum(at, size)),
-                tf.where(last_in_line, ops.take(tf.concat([line_ends, [0]], axis=0), k), ops.take(padded, tf.minimum(at + word_chars, size))),
+                ops.take(sources, line_start + ops.take(char_splits, words)),
                 tf.size(in_word, out_type=tf.int64) + line_start,
-                tf.zeros_like(at),
+                tf.zeros_like(words),
             )
-            return tuple(tf.where(in_ruled, r, p) for r, p in zip(ruled_words, plain_words))
+            plain_words = (space_sources, to_distinct, word_starts)
+            ends_at = tf.tensor_scatter_nd_update(tf.scatter_nd(has_words[:, None], line_ends_at, [n]), ruled[:, None], line_ends)
+            return tuple(tf.tensor_scatter_nd_update(p, words[:, None], r) for r, p in zip(ruled_words, plain_words)) + (ops.take(ends_at, has_words),)
 
-        space_sources, end_sources, to_table, added = tf.cond(tf.size(ruled) > 0, in_ruled_lines, lambda: plain_words)
-        table = tf.concat([in_word, sources, [0]], axis=0)
-        shift = ops.take(to_table, word)
-        added = ops.take(added, word)
-        starts = tf.where(starts_word, ops.take(space_sources, word), added + ops.take(table, shift + piece_starts))
-        ends = tf.where(ends_word, ops.take(end_sources, word), added + ops.take(table, shift + piece_ends))
+        space_sources, to_table, added, line_ends_at = tf.cond(
+            tf.size(ruled) > 0, in_ruled_lines, lambda: (space_sources, to_distinct, word_starts, line_ends_at)
+        )
+        table = tf.concat([in_word, sources], axis=0)
+        starts = tf.where(starts_word, ops.take(space_sources, word), ops.take(added, word) + ops.take(table, ops.take(to_table, word) + piece_starts))
+        # A piece ends where the next one in its line starts: within a word, at its next character's
+        # source; at the end of a word, at the next `▁`'s source. The last ends its line.
+        last_pieces = ops.take(id_splits, has_words + 1) - 1
+        ends = tf.tensor_scatter_nd_update(tf.concat([starts, [0]], axis=0)[1:], last_pieces[:, None], line_ends_at)
         characters = None
         if self._viterbi.byte_ids is not None:
             characters = ops.take(distinct["values"], ops.take(to_distinct, word) + piece_starts)
