@@ -742,9 +742,9 @@ class UnigramLayer(TokenizerLayer):
         lines = ops.row_ids(id_splits)
         ends = tf.where(ends == ops.take(splits[1:], lines), ops.take(line_ends, lines), ops.take(sources, ends))
         characters = ops.take(values, first) if self._viterbi.byte_ids is not None else None
-        return self._unknown_spans(ids, id_splits, starts, ends, characters, lines)
+        return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
-    def _unknown_spans(self, ids, id_splits, starts, ends, characters, lines=None):
+    def _unknown_spans(self, ids, id_splits, starts, ends, characters):
         """Pieces with unknown ones one per character, with their spans -> the same as SentencePiece
         gives them: with byte fallback, each unknown one becomes the byte pieces of its character
         (`characters`: the first character of each piece); otherwise consecutive ones become one."""
@@ -756,13 +756,20 @@ class UnigramLayer(TokenizerLayer):
             ends = tf.where(last, ops.take(ends, old), starts)
             return ids, starts, ends, ops.take(new_splits, id_splits)
         # Consecutive unknown pieces become one, from the start of the first to the end of the last.
-        lines = ops.row_ids(id_splits) if lines is None else lines
-        stays = _stays_after_unknown_runs(ids, lines, self._unknown_id)
-        kept = ops.indices_where(stays)
-        # A run ends where its last piece does, before the next that stays (pieces end in order in a line).
-        ends = ops.take(ends, tf.concat([kept, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1)
-        id_splits = ops.splits_from_row_ids(ops.take(lines, kept), tf.size(id_splits, out_type=tf.int64) - 1)
-        return ops.take(ids, kept), ops.take(starts, kept), ends, id_splits
+        merged = _merged_unknowns(ids, id_splits, self._unknown_id)
+        dropped = ops.indices_where(merged)
+
+        def merge():
+            kept = ops.indices_where(~merged)
+            # A run's first piece ends where its last does. Runs of dropped pieces are consecutive:
+            # the j-th dropped piece d follows d - j kept ones, the run's first the last of them.
+            last = ops.indices_where(tf.concat([dropped[1:] - dropped[:-1] > 1, [True]], axis=0))
+            run_ends = ops.take(dropped, last)
+            ends_kept = tf.tensor_scatter_nd_update(ops.take(ends, kept), (run_ends - last - 1)[:, None], ops.take(ends, run_ends))
+            return ops.take(ids, kept), ops.take(starts, kept), ends_kept
+
+        ids, starts, ends = ops.rare_cond(tf.size(dropped) > 0, merge, lambda: (ids, starts, ends))
+        return ids, starts, ends, _less_dropped(id_splits, dropped)
 
     def _detokenize_tokens(self, tokens):
         """Pieces -> text as SentencePiece decodes it: control pieces vanish, the unknown piece is
@@ -1290,9 +1297,23 @@ def _word_starts(code_points, splits, space):
 
 def _merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
-    rows = ops.row_ids(splits)
-    kept = ops.indices_where(_stays_after_unknown_runs(ids, rows, unknown_id))
-    return ops.take(ids, kept), ops.splits_from_row_ids(ops.take(rows, kept), tf.size(splits, out_type=tf.int64) - 1)
+    merged = _merged_unknowns(ids, splits, unknown_id)
+    return ops.take(ids, ops.indices_where(~merged)), _less_dropped(splits, ops.indices_where(merged))
+
+
+def _merged_unknowns(ids, splits, unknown_id):
+    """Whether each piece is an unknown one after another of its row (`splits`: row splits, int64),
+    which goes when consecutive unknown pieces become one."""
+    size = tf.size(ids, out_type=tf.int64)
+    unknown = ids == unknown_id
+    # Mark where rows start (a start repeats for an empty row; a last one can be `size`).
+    row_starts = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None] + 1)[:-1] > 0
+    return unknown & tf.concat([[False], unknown], axis=0)[:size] & ~row_starts
+
+
+def _less_dropped(splits, dropped):
+    """Row `splits` (int64) with the values at the sorted positions `dropped` (int64) taken out."""
+    return splits - tf.searchsorted(dropped, splits, out_type=tf.int64)
 
 
 def _unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
@@ -1332,13 +1353,6 @@ def _check_byte_pieces(model):
     if model.byte_fallback and len(set(byte_pieces)) != 256:
         missing = sorted(names - set(byte_pieces))
         raise ValueError(f"A `byte_fallback` model needs the 256 byte pieces <0x00> to <0xFF>; this one lacks {len(missing)}, {missing[0]!r} first.")
-
-
-def _stays_after_unknown_runs(ids, rows, unknown_id):
-    """Whether each piece stays when consecutive unknown pieces of a row (`rows`: the row of each
-    piece) become one: all but the unknown pieces after another."""
-    previous_unknown = tf.concat([[False], (ids[:-1] == unknown_id) & (rows[:-1] == rows[1:])], axis=0)
-    return ~((ids == unknown_id) & previous_unknown)
 
 
 def _looks_like_text(data):
