@@ -688,7 +688,7 @@ class UnigramLayer(TokenizerLayer):
         to_distinct = word_values - char_splits[:-1]  # a character's index among the distinct words' ones, less its own
         # Where each line ends: at the end of its last word (where trailing spaces start).
         has_words = ops.indices_where(word_splits[1:] > word_splits[:-1])
-        line_ends_at = ops.take(word_ends, ops.take(word_splits, has_words + 1) - 1)
+        line_ends_at = tf.scatter_nd(has_words[:, None], ops.take(word_ends, ops.take(word_splits, has_words + 1) - 1), [n])
 
         def in_ruled_lines():
             # In a ruled line, the table is `sources`, from the line's `▁` that starts each word. Only
@@ -704,18 +704,17 @@ class UnigramLayer(TokenizerLayer):
                 tf.zeros_like(words),
             )
             plain_words = (space_sources, to_distinct, word_starts)
-            ends_at = tf.tensor_scatter_nd_update(tf.scatter_nd(has_words[:, None], line_ends_at, [n]), ruled[:, None], line_ends)
-            return tuple(tf.tensor_scatter_nd_update(p, words[:, None], r) for r, p in zip(ruled_words, plain_words)) + (ops.take(ends_at, has_words),)
+            ruled_words = tuple(tf.tensor_scatter_nd_update(p, words[:, None], r) for r, p in zip(ruled_words, plain_words))
+            return ruled_words + (tf.tensor_scatter_nd_update(line_ends_at, ruled[:, None], line_ends),)
 
         space_sources, to_table, added, line_ends_at = tf.cond(
             tf.size(ruled) > 0, in_ruled_lines, lambda: (space_sources, to_distinct, word_starts, line_ends_at)
         )
         table = tf.concat([in_word, sources], axis=0)
         starts = tf.where(starts_word, ops.take(space_sources, word), ops.take(added, word) + ops.take(table, ops.take(to_table, word) + piece_starts))
-        # A piece ends where the next one in its line starts: within a word, at its next character's
-        # source; at the end of a word, at the next `▁`'s source. The last ends its line.
-        last_pieces = ops.take(id_splits, has_words + 1) - 1
-        ends = tf.tensor_scatter_nd_update(tf.concat([starts, [0]], axis=0)[1:], last_pieces[:, None], line_ends_at)
+        # Within a word, a piece ends at its next character's source; at the end of a word, at the
+        # next `▁`'s source: where the next piece starts.
+        ends = _ends_at_next_starts(starts, id_splits, line_ends_at)
         characters = None
         if self._viterbi.byte_ids is not None:
             characters = ops.take(distinct["values"], ops.take(to_distinct, word) + piece_starts)
@@ -726,21 +725,18 @@ class UnigramLayer(TokenizerLayer):
         every text goes through the whole normalizer, which says where each character comes from."""
         values, splits, sources, line_ends = self._normalizer.normalize(strings, offsets=True)
         ids, id_splits = self._viterbi(values, splits, merge=False)
-        return self._spans(ids, id_splits, values, splits, sources, line_ends)
+        return self._spans(ids, id_splits, values, sources, line_ends)
 
-    def _spans(self, ids, id_splits, values, splits, sources, line_ends):
-        """Pieces (ids, row splits; unknown ones one per character) over normalized texts (the
-        code points `values`, needed with byte fallback only, and row `splits`) -> (ids, starts,
-        ends, row splits) as SentencePiece gives them. `sources`: where each normalized character
+    def _spans(self, ids, id_splits, values, sources, line_ends):
+        """Pieces (ids, row splits; unknown ones one per character) over normalized texts (their
+        code points `values`, needed with byte fallback only) -> (ids, starts, ends, row splits) as
+        SentencePiece gives them. `sources`: where each normalized character
         comes from; `line_ends`: where each text ends."""
-        # The pieces of each text cover it in order, so their ends are a running sum over all texts.
-        chars = ops.take(self._viterbi.piece_chars, ids)
-        ends = tf.cumsum(chars)
-        first = ends - chars
-        sources = tf.concat([sources, [0]], axis=0)  # the end of the last text reads the 0
+        # The pieces of each text cover it in order, so where each starts is a running sum over all texts.
+        first = tf.cumsum(ops.take(self._viterbi.piece_chars, ids), exclusive=True)
         starts = ops.take(sources, first)
-        lines = ops.row_ids(id_splits)
-        ends = tf.where(ends == ops.take(splits[1:], lines), ops.take(line_ends, lines), ops.take(sources, ends))
+        # A piece ends at the source of the character after it, where the next piece starts.
+        ends = _ends_at_next_starts(starts, id_splits, line_ends)
         characters = ops.take(values, first) if self._viterbi.byte_ids is not None else None
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
@@ -1283,6 +1279,14 @@ def word_counter(normalizer_spec):
 
 def _as_ragged(ids, starts, ends, splits):
     return tuple(tf.RaggedTensor.from_row_splits(values, splits, validate=False) for values in (ids, starts, ends))
+
+
+def _ends_at_next_starts(starts, splits, row_ends):
+    """Where pieces end that each end where the next one of their row starts (`starts`, int64,
+    grouped by the row `splits`): the last piece of a row at its row's end (`row_ends`, one per row)."""
+    nonempty = ops.indices_where(splits[1:] > splits[:-1])
+    last = ops.take(splits, nonempty + 1) - 1
+    return tf.tensor_scatter_nd_update(tf.concat([starts, [0]], axis=0)[1:], last[:, None], ops.take(row_ends, nonempty))
 
 
 def _word_starts(code_points, splits, space):
