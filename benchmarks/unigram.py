@@ -9,7 +9,8 @@ tensorflow-text's) at batch 1024. Every system runs in this process, interleaved
 the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio tfsubword / system
 (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 At batch 1 it also times two floors that any core-op tokenizer pays before it segments anything (a
-`tf.function` call; the word split), as shares of tensorflow-text's time.
+`tf.function` call; the word split), and both layers on the one-character text "a" (what a call costs
+whatever its text), as shares of tensorflow-text's time per wikitext line.
 `--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
 tensorflow-text's kernel splits a batch across threads, which the default runs use.
 
@@ -186,18 +187,21 @@ def main():
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
         floor = floors()
         single = measure({**found, **floor}, [[line] for line in lines[: args.single]], args.rounds)
-        ours = "tfsubword UnigramLayer"
+        ours, theirs = "tfsubword UnigramLayer", "tf-text SentencepieceTokenizer"
+        tiny = measure({name: found[name] for name in (ours, theirs) if name in found}, [["a"]] * args.single, args.rounds)
         print(f"\n{model_name}\n| batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
         for name, seconds in batched.items():
             print(f"| {name} | {megabytes / seconds:.2f} | {batched[name] / batched[ours]:.2f}x |")
         print("\n| batch 1 | ms per line | tfsubword / system |\n|---|---:|---:|")
         for name in found:
             print(f"| {name} | {1000 * single[name] / args.single:.2f} | {single[name] / single[ours]:.2f}x |")
-        theirs = "tf-text SentencepieceTokenizer"
         if theirs in single:
             print(f"\n| batch 1, floor in core ops | ms per line | share of {theirs}'s time |\n|---|---:|---:|")
             for name in floor:
                 print(f"| {name} | {1000 * single[name] / args.single:.3f} | {single[name] / single[theirs]:.0%} |")
+            print(f'\n| batch 1, the text "a" | ms per call | share of {theirs}\'s time per wikitext line |\n|---|---:|---:|')
+            for name in tiny:
+                print(f"| {name} | {1000 * tiny[name] / args.single:.3f} | {tiny[name] / single[theirs]:.0%} |")
         with_offsets = measure(offsets_systems(model), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
         print("\n| tokenize_with_offsets, batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
         for name, seconds in with_offsets.items():
