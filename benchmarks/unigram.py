@@ -9,8 +9,9 @@ tensorflow-text's) at batch 1024. Every system runs in this process, interleaved
 the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio tfsubword / system
 (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 At batch 1 it also times two floors that any core-op tokenizer pays before it segments anything (a
-`tf.function` call; the word split), and both layers on the one-character text "a" (what a call costs
-whatever its text), as shares of tensorflow-text's time per wikitext line.
+`tf.function` call; the word split), the bare loop of a Viterbi pass over the line's distinct words,
+and both layers on the one-character text "a" (what a call costs whatever its text), as shares of
+tensorflow-text's time per wikitext line.
 `--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
 tensorflow-text's kernel splits a batch across threads, which the default runs use.
 
@@ -97,15 +98,40 @@ def offsets_systems(model):
 def floors():
     """Costs that any tokenizer built from core TensorFlow ops pays at batch 1 before it segments
     anything: calling a `tf.function`, and splitting the line into words (`tf.strings.split`, the first
-    op of a split-by-whitespace model). tensorflow-text does all of its work in one C++ kernel."""
+    op of a split-by-whitespace model). tensorflow-text does all of its work in one C++ kernel. And what
+    a Viterbi pass position by position costs in a `tf.while_loop`: a bare forward pass over the
+    line's distinct words (16 candidate pieces ending at each position, SentencePiece's longest by
+    default; no piece lookup, no walk back), one step per character of the longest."""
     signature = [tf.TensorSpec([None], tf.string)]
     # A lambda: `tf.function(tf.strings.length)` on the op's own wrapper measured 0.08 ms slower per call.
     call = tf.function(lambda texts: tf.strings.length(texts), input_signature=signature)
     split = tf.function(lambda texts: tf.strings.split(texts).row_splits, input_signature=signature)
+    forward = tf.function(forward_pass, input_signature=signature)
     return {
         "a tf.function call (one `tf.strings.length`)": lambda texts: call(tf.constant(texts)),
         "a tf.function call with `tf.strings.split`": lambda texts: split(tf.constant(texts)),
+        "the split, its distinct words and a bare forward pass": lambda texts: forward(tf.constant(texts)),
     }
+
+
+def forward_pass(texts, width=16):
+    """The best score at each position of each distinct word (with its `▁`), from scores of 0 for
+    every piece: the loop of a Viterbi encoder in core ops, as lean as `UnigramLayer`'s (a window of
+    the last `width` best scores per word, two steps per loop iteration) but for none of its work."""
+    words, _ = tf.unique(tf.strings.split(texts).flat_values)
+    steps = tf.reduce_max(tf.concat([[0], tf.strings.length(words, unit="UTF8_CHAR") + 1], axis=0))
+    steps += steps % 2
+    count = tf.size(words)
+    scores = tf.zeros([steps, width, count])  # of the piece of each length that ends at each position
+    window = tf.concat([tf.fill([width - 1, count], -1e30), tf.zeros([1, count])], axis=0)
+
+    def step(t, window, winners):
+        candidates = scores[t] + window
+        window = tf.concat([window[1:], tf.reduce_max(candidates, axis=0)[None]], axis=0)
+        return t + 1, window, winners.write(t, tf.argmax(candidates, axis=0, output_type=tf.int32))
+
+    looped = tf.while_loop(lambda t, *_: t < steps, lambda *state: step(*step(*state)), (0, window, tf.TensorArray(tf.int32, size=steps)))
+    return looped[1][-1], looped[2].stack()
 
 
 TRAIN_SIZE = 7000
