@@ -207,7 +207,7 @@ def _longest_first(lengths, budget):
     if lengths.shape[1] == 1:
         return tf.minimum(lengths, budget)
     first, second = lengths[:, 0], lengths[:, 1]
-    short, long = tf.minimum(first, second), tf.maximum(first, second)
+    short = tf.minimum(first, second)
     short_keep = short
     long_keep = tf.where(short > budget, short, tf.maximum(short, budget - short))
     both_cut = short_keep + long_keep > budget
