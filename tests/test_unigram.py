@@ -264,6 +264,26 @@ def test_pieces_across_words_and_exact_ties_match_sentencepiece():
         assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
 
 
+def test_long_words_are_cut_where_no_piece_crosses():
+    """Words of more than 64 bytes (text without spaces) are segmented in parts, cut before and after
+    each character that no piece of two or more characters holds ("." and the unknown "x" here):
+    every path passes there, as through word starts."""
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1), ("ab", -2.0, 1),
+              ("▁ab", -2.5, 1), (".", -1.5, 1), ("ba", -2.5, 1)]
+    data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
+    layer = UnigramLayer(data)
+    # By hand: "▁ab.ab." is "▁ab", ".", "ab", "." (a, b and ▁ are in longer pieces, "." is not).
+    parts, occurrences, splits, lines = layer._viterbi._cut_words(
+        tf.constant(["▁ab.ab."]), tf.constant([0], tf.int64), tf.constant([0, 1], tf.int64)
+    )
+    assert parts.numpy().tolist() == ["▁ab".encode(), b".", b"ab"]
+    assert occurrences.numpy().tolist() == [0, 1, 2, 1]
+    assert splits.numpy().tolist() == [0, 4] and lines.numpy().tolist() == [0, 0, 0, 0]
+    reference = spm_module().SentencePieceProcessor(model_proto=data)
+    texts = ["ab.ba.xab" * 12, "ab." * 30 + " abab" * 5, "xx" + "aba.b" * 20 + "x", "ab" * 40, "short ab.ab"]
+    assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
+
+
 def test_serialized_model_loads_in_sentencepiece():
     layer = UnigramLayer([("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("▁a", -1.0), ("a", -2.0), ("b", -2.5)])
     reference = spm_module().SentencePieceProcessor(model_proto=layer.serialized_model())

@@ -33,6 +33,9 @@ _WALK_BY_STEPS_FROM, _WALK_BY_STEPS_UP_TO = 4096, 256
 _MAX_PIECE_BYTES = 8000
 # Beyond this many ranges of special characters, every line goes through the full normalizer.
 _MAX_RANGES = 5000
+# Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
+# `Viterbi.segment_words`): the Viterbi loop takes one step per character of the longest word.
+_CUT_WORDS_LONGER_THAN = 64
 
 
 class SentencePieceNormalizer(tf.Module):
@@ -575,8 +578,11 @@ class UnigramLayer(TokenizerLayer):
                 self._bytes_of_pieces = tf.lookup.StaticHashTable(
                     tf.lookup.KeyValueTensorInitializer([_byte_piece(b) for b in range(256)], [bytes([b]) for b in range(256)]), ""
                 )
+        # The characters of the pieces of two or more characters: no piece crosses the boundaries of any other.
+        joined = sorted({ord(char) for i in matched if len(pieces[i]) > 1 for char in pieces[i]})
         self._viterbi = Viterbi(
-            trie, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids, ord(space) if by_words else None
+            trie, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids, ord(space) if by_words else None,
+            joined=joined,
         )
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
@@ -856,7 +862,7 @@ class Viterbi(tf.Module):
     check.
     """
 
-    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, name=None):
+    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, joined=(), name=None):
         super().__init__(name=name)
         self._trie = trie
         self._unknown_id = int(unknown_id)
@@ -876,6 +882,8 @@ class Viterbi(tf.Module):
             # The characters of each piece (the unknown piece: one), and the ids of the byte pieces.
             self.piece_chars = tf.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
             self.byte_ids = None if byte_ids is None else tf.constant(byte_ids, tf.int32, shape=[256])
+            # Sorted, then a code point past them all, so that a search always lands on one.
+            self._joined = tf.constant(list(joined) + [0x110000], tf.int32)
 
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
@@ -901,10 +909,43 @@ class Viterbi(tf.Module):
         normalized code points of some lines, to segment them whole where rounding could matter.
         With `distinct`, also the distinct words (the words segmented) with their `▁`: a dict of
         their code points ("values", int32), the byte where each starts in its word ("starts",
-        int64), their row splits ("splits") and the distinct word of each word ("occurrence", int64)."""
-        return self._by_words(
-            words, word_splits, word_lines, normalize_lines, prefix=chr(self._space), merge=merge, distinct=distinct, occurrences=occurrences
+        int64), their row splits ("splits") and the distinct word of each word ("occurrence", int64).
+
+        Without `distinct`, given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text
+        without spaces) are first cut before and after each character that no piece of two or more
+        characters holds: no piece crosses those places, so every path passes through them, as
+        through word starts, and the parts are segmented as words are."""
+        space = chr(self._space)
+        if distinct or occurrences is None:
+            return self._by_words(
+                words, word_splits, word_lines, normalize_lines, prefix=space, merge=merge, distinct=distinct, occurrences=occurrences
+            )
+        words = tf.strings.join([space, words])
+        longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
+        # Inlined (a few ops): as an `If`, the words would wait for it.
+        words, occurrences, word_splits, word_lines = tf.cond(
+            longest > _CUT_WORDS_LONGER_THAN,
+            lambda: self._cut_words(words, occurrences, word_splits),
+            lambda: (words, occurrences, word_splits, word_lines),
         )
+        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix="", merge=merge, occurrences=occurrences)
+
+    def _cut_words(self, words, occurrences, word_splits):
+        """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
+        splits of the occurrences -> the same for the parts, the parts' distinct strings as words."""
+        values, splits = ops.decode_utf8(words)
+        size = tf.size(values, out_type=tf.int64)
+        alone = ops.take(self._joined, tf.searchsorted(self._joined, values)) != values
+        starts = ops.indices_where(
+            alone | tf.concat([[False], alone[:-1]], axis=0) | (tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None]) > 0)
+        )
+        parts = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(values, tf.concat([starts, [size]], axis=0), validate=False), "UTF-8")
+        distinct_parts, part = tf.unique(parts, out_idx=tf.int64)
+        # The parts of each word: a range of `parts`, from the part where the word starts.
+        part_splits = tf.searchsorted(starts, splits, out_type=tf.int64)
+        part_of_occurrence, occurrence_splits = ops.gather_rows(part, part_splits, occurrences)
+        line_splits = ops.take(occurrence_splits, word_splits)
+        return distinct_parts, part_of_occurrence, line_splits, ops.row_ids(line_splits)
 
     def _exact(self, code_points, splits, merge=True):
         paths = self._best_paths(code_points, splits, tf.float32)
