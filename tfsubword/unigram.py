@@ -578,7 +578,7 @@ class UnigramLayer(TokenizerLayer):
                 self._bytes_of_pieces = tf.lookup.StaticHashTable(
                     tf.lookup.KeyValueTensorInitializer([_byte_piece(b) for b in range(256)], [bytes([b]) for b in range(256)]), ""
                 )
-        # The characters of the pieces of two or more characters: no piece crosses the boundaries of any other.
+        # The characters of the pieces of two or more characters: before and after any other, no piece crosses.
         joined = sorted({ord(char) for i in matched if len(pieces[i]) > 1 for char in pieces[i]})
         self._viterbi = Viterbi(
             trie, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids, ord(space) if by_words else None,
