@@ -936,9 +936,8 @@ class Viterbi(tf.Module):
         values, splits = ops.decode_utf8(words)
         size = tf.size(values, out_type=tf.int64)
         alone = ops.take(self._joined, tf.searchsorted(self._joined, values)) != values
-        starts = ops.indices_where(
-            alone | tf.concat([[False], alone[:-1]], axis=0) | (tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None]) > 0)
-        )
+        # Also before each `▁` (no piece holds one after its start), which starts every word.
+        starts = ops.indices_where(alone | tf.concat([[False], alone[:-1]], axis=0) | (values == self._space))
         parts = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(values, tf.concat([starts, [size]], axis=0), validate=False), "UTF-8")
         distinct_parts, part = tf.unique(parts, out_idx=tf.int64)
         # The parts of each word: a range of `parts`, from the part where the word starts.
