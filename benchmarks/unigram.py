@@ -42,6 +42,7 @@ from _timing import measure  # noqa: E402
 from tfsubword import UnigramLayer  # noqa: E402
 
 DATA = shared_data()
+OURS, THEIRS = "tfsubword UnigramLayer", "tf-text SentencepieceTokenizer"
 
 
 def lines_of(name):
@@ -67,7 +68,7 @@ def systems(model):
     found = {}
     layer = UnigramLayer(model)
     ours = tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
-    found["tfsubword UnigramLayer"] = lambda texts: ours(tf.constant(texts))
+    found[OURS] = lambda texts: ours(tf.constant(texts))
     processor = spm.SentencePieceProcessor(model_proto=model)
     found["SentencePiece (C++, Python API)"] = processor.encode
     try:
@@ -75,7 +76,7 @@ def systems(model):
 
         tokenizer = text_ops.SentencepieceTokenizer(model)
         theirs = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
-        found["tf-text SentencepieceTokenizer"] = lambda texts: theirs(tf.constant(texts))
+        found[THEIRS] = lambda texts: theirs(tf.constant(texts))
     except ImportError:
         print("tensorflow-text not installed: skipped")
     return found
@@ -85,13 +86,13 @@ def offsets_systems(model):
     """name -> encode with byte offsets (list of str), for the systems that give them in a graph."""
     layer = UnigramLayer(model)
     ours = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
-    found = {"tfsubword UnigramLayer": lambda texts: ours(tf.constant(texts))}
+    found = {OURS: lambda texts: ours(tf.constant(texts))}
     try:
         import tensorflow_text as text_ops
 
         tokenizer = text_ops.SentencepieceTokenizer(model)
         theirs = tf.function(tokenizer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
-        found["tf-text SentencepieceTokenizer"] = lambda texts: theirs(tf.constant(texts))
+        found[THEIRS] = lambda texts: theirs(tf.constant(texts))
     except ImportError:
         pass
     return found
@@ -144,13 +145,17 @@ def japanese_table(rounds):
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=8000, minloglevel=2
     )
-    found = systems(model.getvalue())
-    batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], rounds)
+    batched = measure(systems(model.getvalue()), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], rounds)
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     print(f"\nJapanese novel ({len(lines)} lines, {megabytes:.2f} MB), 8k model trained on it")
-    print("| batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
-    for name, seconds in batched.items():
-        print(f"| {name} | {megabytes / seconds:.2f} | {batched[name] / batched['tfsubword UnigramLayer']:.2f}x |")
+    print_rates("batch 1024", batched, megabytes)
+
+
+def print_rates(title, seconds, megabytes):
+    """A table of MB/s from `name -> seconds` for `megabytes` of text, and each ratio to tfsubword."""
+    print(f"| {title} | MB/s | tfsubword / system |\n|---|---:|---:|")
+    for name, taken in seconds.items():
+        print(f"| {name} | {megabytes / taken:.2f} | {taken / seconds[OURS]:.2f}x |")
 
 
 TRAIN_SIZE = 7000
@@ -232,25 +237,22 @@ def main():
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
         floor = floors()
         single = measure({**found, **floor}, [[line] for line in lines[: args.single]], args.rounds)
-        ours, theirs = "tfsubword UnigramLayer", "tf-text SentencepieceTokenizer"
-        tiny = measure({name: found[name] for name in (ours, theirs) if name in found}, [["a"]] * args.single, args.rounds)
-        print(f"\n{model_name}\n| batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
-        for name, seconds in batched.items():
-            print(f"| {name} | {megabytes / seconds:.2f} | {batched[name] / batched[ours]:.2f}x |")
+        tiny = measure({name: found[name] for name in (OURS, THEIRS) if name in found}, [["a"]] * args.single, args.rounds)
+        print(f"\n{model_name}")
+        print_rates("batch 1024", batched, megabytes)
         print("\n| batch 1 | ms per line | tfsubword / system |\n|---|---:|---:|")
         for name in found:
-            print(f"| {name} | {1000 * single[name] / args.single:.2f} | {single[name] / single[ours]:.2f}x |")
-        if theirs in single:
-            print(f"\n| batch 1, floor in core ops | ms per line | share of {theirs}'s time |\n|---|---:|---:|")
+            print(f"| {name} | {1000 * single[name] / args.single:.2f} | {single[name] / single[OURS]:.2f}x |")
+        if THEIRS in single:
+            print(f"\n| batch 1, floor in core ops | ms per line | share of {THEIRS}'s time |\n|---|---:|---:|")
             for name in floor:
-                print(f"| {name} | {1000 * single[name] / args.single:.3f} | {single[name] / single[theirs]:.0%} |")
-            print(f'\n| batch 1, the text "a" | ms per call | share of {theirs}\'s time per wikitext line |\n|---|---:|---:|')
+                print(f"| {name} | {1000 * single[name] / args.single:.3f} | {single[name] / single[THEIRS]:.0%} |")
+            print(f'\n| batch 1, the text "a" | ms per call | share of {THEIRS}\'s time per wikitext line |\n|---|---:|---:|')
             for name in tiny:
-                print(f"| {name} | {1000 * tiny[name] / args.single:.3f} | {tiny[name] / single[theirs]:.0%} |")
+                print(f"| {name} | {1000 * tiny[name] / args.single:.3f} | {tiny[name] / single[THEIRS]:.0%} |")
         with_offsets = measure(offsets_systems(model), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
-        print("\n| tokenize_with_offsets, batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
-        for name, seconds in with_offsets.items():
-            print(f"| {name} | {megabytes / seconds:.2f} | {with_offsets[name] / with_offsets[ours]:.2f}x |")
+        print()
+        print_rates("tokenize_with_offsets, batch 1024", with_offsets, megabytes)
     japanese_table(args.rounds)
 
 
