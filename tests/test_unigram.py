@@ -16,7 +16,9 @@ import tensorflow as tf
 from tests.conftest import SHARED_DATA, nonempty_lines, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import UnigramLayer
+from tfsubword import graph_ops as ops
 from tfsubword import sentencepiece_model as spm_model
+from tfsubword.unigram import Viterbi
 
 SHARED_MODEL = "sentencepiece-test-unigram-en-1000.model"
 
@@ -117,6 +119,70 @@ def test_identical_to_sentencepiece_on_every_line(model, path, compare):
     lines = nonempty_lines(path)
     different = compare(model, lines)
     assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
+
+
+@pytest.mark.parametrize("model", ["shared", "rare_characters", "symbols_keep_spaces", "byte_fallback"])
+@pytest.mark.parametrize("compare", [differences, offset_differences], ids=["ids", "offsets"])
+def test_one_line_at_a_time_matches_sentencepiece(model, compare):
+    """Batch 1, where the words of a line take `Viterbi._unrolled_paths` instead of the loop: every
+    13th line of every shared text, one call each."""
+    lines = [line for path in shared_texts() for line in nonempty_lines(path)][::13]
+    if not lines:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    different = compare(model, lines, batch=1)
+    assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
+
+
+def test_batch_one_takes_the_unrolled_viterbi(monkeypatch):
+    """The words of one line go through `_unrolled_paths`; those of a large batch through the loop."""
+    calls = tf.Variable(0)
+    unrolled = Viterbi._unrolled_paths
+
+    def counted(self, *args):
+        with tf.control_dependencies([calls.assign_add(1)]):
+            return {key: tf.identity(value) for key, value in unrolled(self, *args).items()}
+
+    monkeypatch.setattr(Viterbi, "_unrolled_paths", counted)
+    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
+    encode(tf.constant(["The quick brown fox jumps over the lazy dog."]))
+    assert calls.numpy() == 1
+    lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:512]
+    encode(tf.constant(lines))
+    assert calls.numpy() == 1
+
+
+def _engine_rows(model):
+    """Rows for the two Viterbi engines: every distinct word (with its `▁`) of every shared text, long
+    ones (text without spaces) in slices of 31 characters; for "near_ties", words of "a" and "b"."""
+    if model == "near_ties":
+        rng = random.Random(5)
+        pieces = [("<unk>", 0.0, spm_model.UNKNOWN)] + _near_tie_pieces(rng)
+        data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
+        words = {"".join(rng.choice("ab") for _ in range(rng.randint(1, 31))) for _ in range(3000)}
+    else:
+        data = model_bytes(model)
+        words = {word for path in shared_texts() for line in nonempty_lines(path) for word in line.split()}
+    rows = sorted({"\u2581" + word[i : i + 31] for word in words for i in range(0, len(word), 31)})
+    return data, rows
+
+
+@pytest.mark.parametrize("model", ["shared", "nmt_nfkc", "rare_characters", "japanese", "byte_fallback", "near_ties"])
+def test_unrolled_viterbi_equals_the_loop(model):
+    """`Viterbi._unrolled_paths` (few short rows: batch 1) against the Viterbi loop: the same pieces,
+    best scores and gaps to the runner-up, to the bit, on every distinct word of every shared text,
+    and on words of a vocabulary full of near ties."""
+    data, rows = _engine_rows(model)
+    if len(rows) < 100:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    viterbi = UnigramLayer(data)._viterbi
+    signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
+    unrolled = tf.function(lambda values, splits: viterbi._unrolled_paths(values, splits, 32), input_signature=signature)
+    looped = tf.function(lambda values, splits: viterbi._best_paths(values, splits, tf.float64, gaps=True), input_signature=signature)
+    for start in range(0, len(rows), 1000):
+        values, splits = ops.decode_utf8(tf.constant(rows[start : start + 1000]))
+        got, expected = unrolled(values, splits), looped(values, splits)
+        for key in ("rows", "piece", "total", "gap"):
+            np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, rows {start}-")
 
 
 def test_trained_models_exercise_what_they_claim():

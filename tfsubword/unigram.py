@@ -33,6 +33,11 @@ _WALK_BY_STEPS_FROM, _WALK_BY_STEPS_UP_TO = 4096, 256
 _MAX_PIECE_BYTES = 8000
 # Beyond this many ranges of special characters, every line goes through the full normalizer.
 _MAX_RANGES = 5000
+# Inputs of at most this many cells (rows x steps x piece lengths) whose rows have at most one of
+# these numbers of characters are segmented by `Viterbi._unrolled_paths` (its graph holds a few ops
+# per step).
+_UNROLLED_CELLS = 1 << 15
+_UNROLLED_STEPS = (16, 32)
 # Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
 # `Viterbi.segment_words`): the Viterbi loop takes one step per character of the longest word.
 _CUT_WORDS_LONGER_THAN = 64
@@ -558,7 +563,6 @@ class UnigramLayer(TokenizerLayer):
         path_scores[self._unknown_id] = np.float32(min_score - _UNK_PENALTY)
         matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
         self._max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
-        trie = matching.Trie([pieces[i] for i in matched], matched)
         space = SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
         # Words can be segmented one by one when no piece holds a space symbol after its start.
         by_words = not any(space in pieces[i][1:] for i in matched)
@@ -581,8 +585,8 @@ class UnigramLayer(TokenizerLayer):
         # The characters of the pieces of two or more characters: before and after any other, no piece crosses.
         joined = sorted({ord(char) for i in matched if len(pieces[i]) > 1 for char in pieces[i]})
         self._viterbi = Viterbi(
-            trie, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids, ord(space) if by_words else None,
-            joined=joined,
+            [pieces[i] for i in matched], matched, path_scores, self._unknown_id, self._max_piece_chars, piece_chars, byte_ids,
+            ord(space) if by_words else None, joined=joined,
         )
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
@@ -851,7 +855,9 @@ class Viterbi(tf.Module):
     Rows run in parallel, one position per loop iteration. Lines are long, so when no piece holds a
     space symbol after its first character (then every path passes through each word start), the
     distinct words are segmented instead, in double precision, with the gap between the best and the
-    second-best candidate at each position of each best path. Single precision with an offset B (the
+    second-best candidate at each position of each best path (few short words, as in a text or two,
+    by `_unrolled_paths`, whose graph has a few ops per position instead of a loop's dozens per
+    iteration, with the same results). Single precision with an offset B (the
     score of the line before the word) can change a decision only if that gap is within the rounding
     error, at most (word length + 1) ulps at |B| + the word's scores. A word that close to a tie
     (rare: ties between equal pieces in another order, like "......") is segmented again alone, in
@@ -862,9 +868,9 @@ class Viterbi(tf.Module):
     check.
     """
 
-    def __init__(self, trie, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, joined=(), name=None):
+    def __init__(self, keys, ids, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, joined=(), name=None):
         super().__init__(name=name)
-        self._trie = trie
+        self._trie = matching.Trie(keys, ids)
         self._unknown_id = int(unknown_id)
         self._width = int(max_piece_chars)
         self._space = space
@@ -884,6 +890,9 @@ class Viterbi(tf.Module):
             self.byte_ids = None if byte_ids is None else tf.constant(byte_ids, tf.int32, shape=[256])
             # Sorted, then a code point past them all, so that a search always lands on one.
             self._joined = tf.constant(list(joined) + [0x110000], tf.int32)
+            # The pieces as strings, for `_unrolled_paths`.
+            keys, ids = tf.constant(list(keys), tf.string, shape=[len(keys)]), tf.constant(ids, tf.int32, shape=[len(ids)])
+            self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, ids), -1)
 
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
@@ -975,7 +984,7 @@ class Viterbi(tf.Module):
         else:
             distinct_values, distinct_splits = ops.decode_utf8(distinct_words)
 
-        paths = self._best_paths(distinct_values, distinct_splits, tf.float64, gaps=True)
+        paths = self._word_paths(distinct_values, distinct_splits)
         path_words = paths["rows"]
         smallest_gap = tf.math.unsorted_segment_min(paths["gap"], path_words, n_distinct)
         total = paths["total"]
@@ -1136,6 +1145,25 @@ class Viterbi(tf.Module):
         table_splits = tf.concat([line_splits, line_splits[-1] + exact_splits[1:]], axis=0)
         return ops.gather_rows(table, table_splits, tf.where(redone >= 0, n + redone, tf.range(n)))
 
+    def _word_paths(self, code_points, splits):
+        """`_best_paths` in double precision with gaps, as `_by_words` needs it: few short rows (the
+        words of a text or two) take `_unrolled_paths`, with identical results, in far fewer ops."""
+        lengths = splits[1:] - splits[:-1]
+        longest = tf.reduce_max(tf.concat([[0], lengths], axis=0))
+        rows = tf.size(lengths, out_type=tf.int64)
+
+        def unrolled(steps, otherwise):
+            fits = (longest <= steps) & (rows * steps * min(self._width, steps) <= _UNROLLED_CELLS)
+            return lambda: ops.rare_cond(fits, lambda: self._unrolled_paths(code_points, splits, steps), otherwise)
+
+        def looped():
+            return self._best_paths(code_points, splits, tf.float64, gaps=True)
+
+        choose = looped
+        for steps in reversed(_UNROLLED_STEPS):
+            choose = unrolled(steps, choose)
+        return choose()
+
     def _best_paths(self, code_points, splits, dtype, gaps=False, offsets=None):
         """The best path through each row: the rows of its pieces (int64, in order) and those pieces;
         with `gaps`, also the best score of each row (rows must not be empty) and, at each piece's
@@ -1290,6 +1318,77 @@ class Viterbi(tf.Module):
             paths["total"] = ops.take(records[0], ops.take(record, splits[1:] - 1))
             paths["gap"] = ops.take(records[1], ops.take(record, ends))
         return paths
+
+
+    def _unrolled_paths(self, code_points, splits, steps):
+        """`_best_paths` in double precision with gaps, for few rows of at most `steps` characters,
+        in far fewer ops than the loop runs, which is what a call costs at batch 1. Every substring
+        that could be a piece is looked up in one table of the pieces as strings, and their scores
+        fill a grid [steps, rows, width] whose column c holds the piece of `width - c` characters
+        ending at that position: columns run by increasing start, as SentencePiece visits them,
+        and argmax keeps the first of the best. The Viterbi pass is unrolled (three ops per
+        position) and walked back with one gather per position. It adds the same numbers as the
+        loop, in the same order, so its pieces, scores and gaps are the loop's to the bit."""
+        width = min(self._width, steps)
+        lengths = splits[1:] - splits[:-1]
+        n = tf.size(lengths, out_type=tf.int64)
+        # Every (start, length) that fits in its row, by start, then length.
+        row, start = ops.row_ids_and_places(splits)
+        fits = tf.minimum(ops.take(lengths, row) - start, width)
+        pair = ops.indices_where(tf.reshape(tf.range(1, width + 1, dtype=tf.int64) <= fits[:, None], [-1]))
+        at, length = pair // width, pair % width + 1
+        row, start = ops.take(row, at), ops.take(start, at)
+        # The rows as UTF-8 again (each invalid byte of the input is U+FFFD by now, as in the loop).
+        words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, splits, validate=False), "UTF-8")
+        found = self._ids.lookup(tf.strings.substr(ops.take(words, row), start, length, unit="UTF8_CHAR"))
+        # A character that starts no one-character piece is an unknown piece of its own.
+        found += tf.cast((found < 0) & (length == 1), tf.int32) * (self._unknown_id + 1)
+        cell = ((start + length - 1) * n + row) * width + width - length
+        # Cells without a piece get the lowest value, which `self._scores` gives no piece too.
+        scores = tf.math.unsorted_segment_max(ops.take(self._scores[tf.float64], found + 1), cell, steps * n * width)
+        scores = tf.unstack(tf.reshape(scores, [steps, -1, width]), num=steps)
+
+        nothing = tf.fill([n], tf.constant(-np.inf, tf.float64))  # before the row starts
+        best = [nothing] * (width - 1) + [tf.zeros([n], tf.float64)]
+        totals = []
+        for position in range(steps):
+            totals.append(tf.stack(best[position : position + width], axis=1) + scores[position])
+            best.append(tf.reduce_max(totals[-1], axis=1))
+        totals = tf.stack(totals)
+        column = tf.argmax(totals, axis=2, output_type=tf.int32)
+        # The runner-up: the best of the others. (`tf.math.top_k` took 20 times as long, a
+        # broadcast select 5 times.)
+        runner_up = tf.reduce_max(totals + tf.one_hot(column, width, on_value=-np.inf, off_value=0.0, dtype=tf.float64), axis=2)
+        best = tf.stack(best[width:])
+        gap = best - runner_up
+        piece_lengths = tf.cast(width - tf.transpose(column), tf.int64)  # [rows, steps]
+
+        # Walk back from each row's end, through nodes `row * (steps + 1) + characters covered`;
+        # node 0 of a row leads to itself.
+        nodes = tf.range(n) * (steps + 1)
+        back = tf.concat([tf.zeros([n, 1], tf.int64), tf.range(1, steps + 1, dtype=tf.int64) - piece_lengths], axis=1)
+        back = tf.reshape(back + nodes[:, None], [-1])
+        node = nodes + lengths
+        walked = []
+        for _ in range(steps):
+            walked.append(node)
+            node = ops.take(back, node)
+        walked = tf.reshape(tf.stack(walked[::-1], axis=1), [-1])
+        # The pieces of each row in order: the nodes walked through that are past the row's start.
+        ends = ops.take(walked, ops.indices_where(walked % (steps + 1) > 0))
+        end_rows = ends // (steps + 1)
+        end = ends - end_rows * (steps + 1) - 1  # the piece's last character in its row
+        piece_length = ops.take(tf.reshape(piece_lengths, [-1]), end_rows * steps + end)
+        # The piece's pair: its start's first pair, plus its length - 1.
+        first_pairs = tf.cumsum(fits, exclusive=True)
+        piece = ops.take(found, ops.take(first_pairs, ops.take(splits, end_rows) + end + 1 - piece_length) + piece_length - 1)
+        # In the [steps, rows] grids: each piece's end, and each row's last character.
+        return {
+            "rows": end_rows,
+            "piece": piece,
+            "total": ops.take(tf.reshape(best, [-1]), tf.maximum(lengths - 1, 0) * n + tf.range(n)),
+            "gap": ops.take(tf.reshape(gap, [-1]), end * n + end_rows),
+        }
 
 
 def word_counter(normalizer_spec):
