@@ -79,3 +79,14 @@ def test_take_is_a_gather_along_the_first_axis():
     # Out of range: an error, as tf.gather gives on CPU, never a silent value.
     with pytest.raises(tf.errors.InvalidArgumentError):
         ops.take(table, tf.constant([4]))
+
+
+def test_split_strings_by_hand():
+    strings = tf.constant(["a b", "", "  c\td ", "e"])
+    parts, rows, splits = ops.split_strings(strings)
+    assert parts.numpy().tolist() == [b"a", b"b", b"c", b"d", b"e"]
+    assert rows.numpy().tolist() == [0, 0, 2, 2, 3] and splits.numpy().tolist() == [0, 2, 2, 4, 5]
+    # With a separator, every one splits: "" before, between and after.
+    parts, rows, splits = ops.split_strings(tf.constant([" x  y", "z"]), sep=" ")
+    assert parts.numpy().tolist() == [b"", b"x", b"", b"y", b"z"]
+    assert rows.numpy().tolist() == [0, 0, 0, 0, 1] and splits.numpy().tolist() == [0, 4, 5]

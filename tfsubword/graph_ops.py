@@ -57,6 +57,15 @@ def splits_from_row_ids(sorted_row_ids, nrows):
     )
 
 
+def split_strings(strings, sep=""):
+    """`tf.strings.split(strings, sep or None)` of `[n]` strings as (the parts, the row of each
+    int64, row splits int64): the op alone, without the dozen ops that build and check a ragged
+    tensor from its output."""
+    indices, parts, _ = tf.raw_ops.StringSplitV2(input=strings, sep=sep, maxsplit=-1)
+    rows = indices[:, 0]
+    return parts, rows, splits_from_row_ids(rows, tf.size(strings, out_type=tf.int64))
+
+
 def decode_utf8(strings):
     """`[n]` strings -> (code points int32, row splits int64); each invalid sequence becomes U+FFFD."""
     splits, code_points = tf.raw_ops.UnicodeDecode(

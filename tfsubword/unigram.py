@@ -108,17 +108,20 @@ class SentencePieceNormalizer(tf.Module):
         their normalized text, join the pool, their occurrences in place of their split's.
         """
         ruled = ops.indices_where(~self.plain(strings))
-        split = tf.strings.split(strings)
-        splits = split.row_splits
-        distinct, occurrences = tf.unique(split.flat_values, out_idx=tf.int64)
+        split, _, splits = ops.split_strings(strings)
+        distinct, occurrences = tf.unique(split, out_idx=tf.int64)
 
-        def with_ruled_lines():
-            ruled_words = self.words_of_normalized(*self.normalize(ops.take(strings, ruled)), tf.size(ruled, out_type=tf.int64))
-            return _with_ruled_lines(distinct, occurrences, splits, ruled, *ruled_words)[:3]
-
-        # Inlined, not `ops.rare_cond`: an `If` would wait for the split before it normalizes, and
-        # most large batches have ruled lines.
-        pool, occurrences, splits = tf.cond(tf.size(ruled) > 0, with_ruled_lines, lambda: (distinct, occurrences, splits))
+        any_ruled = tf.size(ruled) > 0
+        # An `If` (no run visits its nodes unless taken) that needs only the input, so that the
+        # ruled lines are normalized while the split runs.
+        ruled_words = ops.rare_cond(
+            any_ruled,
+            lambda: self.words_of_normalized(*self.normalize(ops.take(strings, ruled)), tf.size(ruled, out_type=tf.int64)),
+            lambda: (tf.zeros([0], tf.string), tf.zeros([1], tf.int64)),
+        )
+        pool, occurrences, splits = tf.cond(
+            any_ruled, lambda: _with_ruled_lines(distinct, occurrences, splits, ruled, *ruled_words)[:3], lambda: (distinct, occurrences, splits)
+        )
         return pool, occurrences, splits, ops.row_ids(splits)
 
     def plain(self, strings):
@@ -633,11 +636,9 @@ class UnigramLayer(TokenizerLayer):
         normalizer = self._normalizer
         n = tf.size(strings, out_type=tf.int64)
         ruled = ops.indices_where(~normalizer.plain(strings))
-        tokens = tf.strings.split(strings, sep=" ")  # "" before, between and after spaces
-        token_splits = tokens.row_splits
-        token_lines = ops.row_ids(token_splits)
-        distinct_tokens, token_occurrences = tf.unique(tokens.flat_values, out_idx=tf.int64)
-        lengths = tf.cast(tf.strings.length(tokens.flat_values), tf.int64)
+        tokens, token_lines, token_splits = ops.split_strings(strings, sep=" ")  # "" before, between and after spaces
+        distinct_tokens, token_occurrences = tf.unique(tokens, out_idx=tf.int64)
+        lengths = tf.cast(tf.strings.length(tokens), tf.int64)
         # Each token's first byte, counted over all lines, then from its line's first token.
         from_first = tf.cumsum(lengths + 1, exclusive=True)
         positions = from_first - ops.take(from_first, ops.take(token_splits, token_lines))
@@ -931,8 +932,7 @@ class Viterbi(tf.Module):
             )
         words = tf.strings.join([space, words])
         longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
-        # Inlined (a few ops): as an `If`, the words would wait for it.
-        words, occurrences, word_splits, word_lines = tf.cond(
+        words, occurrences, word_splits, word_lines = ops.rare_cond(
             longest > _CUT_WORDS_LONGER_THAN,
             lambda: self._cut_words(words, occurrences, word_splits),
             lambda: (words, occurrences, word_splits, word_lines),
@@ -1001,36 +1001,45 @@ class Viterbi(tf.Module):
         magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(ops.take(fragile_anywhere, occurrence))
-        fragile = ops.rare_cond(
-            tf.size(suspects) > 0,
-            lambda: self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length),
-            lambda: suspects,
-        )
-
         values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
-        lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(ops.take(word_lines, fragile), out_idx=tf.int64)
-        # A line with one fragile word: that word is segmented again alone, exactly; other lines
-        # with fragile words are segmented again whole.
-        whole = fragile_per_line > 1
-        lone = ops.take(fragile, ops.indices_where(~ops.take(whole, line_of_fragile)))
-        values, occurrence_splits = ops.rare_cond(
-            tf.size(lone) > 0,
-            lambda: self._redo_words(
-                lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
-            ),
-            lambda: (values, occurrence_splits),
-        )
-        starts_unknown = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
-        line_splits = ops.take(occurrence_splits, line_word_splits)
-        fragile_lines = ops.take(lines_with_fragile, ops.indices_where(whole))
-        values, line_splits = ops.rare_cond(
-            tf.size(fragile_lines) > 0,
-            lambda: self._redo_lines(values, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
-            lambda: (values, line_splits),
+
+        def starts_unknown(values, occurrence_splits):
+            return tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
+
+        def segment_fragile_again():
+            fragile = self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length)
+            lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(ops.take(word_lines, fragile), out_idx=tf.int64)
+            # A line with one fragile word: that word is segmented again alone, exactly; other lines
+            # with fragile words are segmented again whole.
+            whole = fragile_per_line > 1
+            lone = ops.take(fragile, ops.indices_where(~ops.take(whole, line_of_fragile)))
+            redone, redone_splits = ops.rare_cond(
+                tf.size(lone) > 0,
+                lambda: self._redo_words(
+                    lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
+                ),
+                lambda: (values, occurrence_splits),
+            )
+            unknown_first = starts_unknown(redone, redone_splits)
+            line_splits = ops.take(redone_splits, line_word_splits)
+            fragile_lines = ops.take(lines_with_fragile, ops.indices_where(whole))
+            redone, line_splits = ops.rare_cond(
+                tf.size(fragile_lines) > 0,
+                lambda: self._redo_lines(redone, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
+                lambda: (redone, line_splits),
+            )
+            return redone, line_splits, unknown_first
+
+        # Words whose segmentation single-precision rounding could change where they stand (few):
+        # one `If` for all their steps, which a text without them skips.
+        values, line_splits, unknown_first = ops.rare_cond(
+            tf.size(suspects) > 0,
+            segment_fragile_again,
+            lambda: (values, ops.take(occurrence_splits, line_word_splits), starts_unknown(values, occurrence_splits)),
         )
         if merge and self.byte_ids is None:
-            values, line_splits = tf.cond(
-                starts_unknown, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
+            values, line_splits = ops.rare_cond(
+                unknown_first, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
             )
         if distinct:
             return values, line_splits, {"values": distinct_values, "starts": distinct_starts, "splits": distinct_splits, "occurrence": occurrence}
