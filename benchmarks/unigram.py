@@ -9,9 +9,10 @@ tensorflow-text's) at batch 1024. Every system runs in this process, interleaved
 the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio tfsubword / system
 (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 At batch 1 it also times two floors that any core-op tokenizer pays before it segments anything (a
-`tf.function` call; the word split), the bare loop of a Viterbi pass over the line's distinct words,
-and both layers on the one-character text "a" (what a call costs whatever its text), as shares of
-tensorflow-text's time per wikitext line.
+`tf.function` call; the word split), the bare `tf.while_loop` of a Viterbi pass over the line's
+distinct words (the route of larger batches; `UnigramLayer` unrolls the pass for a line or two of
+short words), and both layers on the one-character text "a" (what a call costs whatever its text), as
+shares of tensorflow-text's time per wikitext line.
 Text without spaces: the Japanese novel, batch 1024, with an 8,000-piece model SentencePiece trains on
 it (every line is one word there, the longest 11,183 characters).
 `--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
@@ -104,7 +105,8 @@ def floors():
     op of a split-by-whitespace model). tensorflow-text does all of its work in one C++ kernel. And what
     a Viterbi pass position by position costs in a `tf.while_loop`: a bare forward pass over the
     line's distinct words (16 candidate pieces ending at each position, SentencePiece's longest by
-    default; no piece lookup, no walk back), one step per character of the longest."""
+    default; no piece lookup, no walk back), one step per character of the longest. That one is no
+    floor for `UnigramLayer` at batch 1, which unrolls the pass there (`Viterbi._unrolled_paths`)."""
     signature = [tf.TensorSpec([None], tf.string)]
     # A lambda: `tf.function(tf.strings.length)` on the op's own wrapper measured 0.08 ms slower per call.
     call = tf.function(lambda texts: tf.strings.length(texts), input_signature=signature)
@@ -113,7 +115,7 @@ def floors():
     return {
         "a tf.function call (one `tf.strings.length`)": lambda texts: call(tf.constant(texts)),
         "a tf.function call with `tf.strings.split`": lambda texts: split(tf.constant(texts)),
-        "the split, its distinct words and a bare forward pass": lambda texts: forward(tf.constant(texts)),
+        "the split, its distinct words and a bare forward pass in a `tf.while_loop`": lambda texts: forward(tf.constant(texts)),
     }
 
 
@@ -244,7 +246,7 @@ def main():
         for name in found:
             print(f"| {name} | {1000 * single[name] / args.single:.2f} | {single[name] / single[OURS]:.2f}x |")
         if THEIRS in single:
-            print(f"\n| batch 1, floor in core ops | ms per line | share of {THEIRS}'s time |\n|---|---:|---:|")
+            print(f"\n| batch 1, floors in core ops and a loop | ms per line | share of {THEIRS}'s time |\n|---|---:|---:|")
             for name in floor:
                 print(f"| {name} | {1000 * single[name] / args.single:.3f} | {single[name] / single[THEIRS]:.0%} |")
             print(f'\n| batch 1, the text "a" | ms per call | share of {THEIRS}\'s time per wikitext line |\n|---|---:|---:|')
