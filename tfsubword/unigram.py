@@ -891,9 +891,9 @@ class Viterbi(tf.Module):
             self.byte_ids = None if byte_ids is None else tf.constant(byte_ids, tf.int32, shape=[256])
             # Sorted, then a code point past them all, so that a search always lands on one.
             self._joined = tf.constant(list(joined) + [0x110000], tf.int32)
-            # The pieces as strings, for `_unrolled_paths`.
-            keys, ids = tf.constant(list(keys), tf.string, shape=[len(keys)]), tf.constant(ids, tf.int32, shape=[len(ids)])
-            self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, ids), -1)
+            if self.by_words:  # The pieces as strings, for `_unrolled_paths` (words only).
+                keys, ids = tf.constant(list(keys), tf.string, shape=[len(keys)]), tf.constant(ids, tf.int32, shape=[len(ids)])
+                self._ids = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, ids), -1)
 
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
@@ -1327,7 +1327,6 @@ class Viterbi(tf.Module):
             paths["total"] = ops.take(records[0], ops.take(record, splits[1:] - 1))
             paths["gap"] = ops.take(records[1], ops.take(record, ends))
         return paths
-
 
     def _unrolled_paths(self, code_points, splits, steps):
         """`_best_paths` in double precision with gaps, for few rows of at most `steps` characters,
