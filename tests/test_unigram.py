@@ -633,20 +633,20 @@ def test_single_precision_rule_on_near_ties():
     ],
 )
 def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, filler_score, whole_lines):
-    """A near-tie word after many ordinary words: SentencePiece decides it in single precision from the
-    score of the line before it, which UnigramLayer sums the same way (with one such word in the line)
-    or reproduces by segmenting the line whole (with two). The test also checks that some word is
+    """Near-tie words (one to four) among many ordinary words: SentencePiece decides each in single
+    precision from the score of the line before it, which UnigramLayer sums the same way, segmenting
+    the near-tie words before it exactly, one by one. The test also checks that some words are
     segmented differently there than alone, so it does tell a wrong starting score apart. The
-    filler word scores `filler_score`; with a near-one factor of 1.00003 and a line score in the
-    thousands (a single-precision ulp of 1.2e-4 to 2.4e-4 there), the ties flip only because of the
-    line's score, so a near-tie check that ignored it would miss them (checked: a batch-wide bound
-    at the word's own magnitude fails this case). With 1.003 and a line score in the hundreds of
-    thousands, SentencePiece restarts its scores from 0 each time they pass 100,000 in magnitude,
-    so the word is decided at a much finer ulp than the line's score would give (without the
-    restart, 6 of these 160 lines differ). With `whole_lines`, a piece that never matches holds a
-    space symbol inside, so UnigramLayer segments every line whole instead of word by word."""
+    filler word scores `filler_score`; with a near-one factor of 1.00003 and a line score in the thousands (a
+    single-precision ulp of 1.2e-4 to 2.4e-4 there), the ties flip only because of the line's score,
+    so a near-tie check that ignored it would miss them (checked: a batch-wide bound at the word's
+    own magnitude fails this case). With 1.003 and a line score in the hundreds of thousands,
+    SentencePiece restarts its scores from 0 each time they pass 100,000 in magnitude, so the word
+    is decided at a much finer ulp than the line's score would give (without the restart, 6 of the
+    160 lines of an earlier version of this test differed). With `whole_lines`, a piece that never matches holds a space symbol
+    inside, so UnigramLayer segments every line whole instead of word by word."""
     rng = random.Random(11)
-    differ_from_alone = 0
+    differ_from_alone = 0  # near-tie words that SentencePiece segments otherwise alone
     for _ in range(4):
         pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", filler_score, spm_model.NORMAL)] + _near_tie_pieces(rng, nearly_one)
         pieces += [("x\u2581y", -1.0, spm_model.NORMAL)] if whole_lines else []
@@ -654,22 +654,57 @@ def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, fille
         reference = spm_module().SentencePieceProcessor(model_proto=data)
         layer = UnigramLayer(data)
         assert layer._viterbi.by_words is not whole_lines
-        texts, words = [], []
+        texts, near_ties = [], []
         for _ in range(40):
-            before = rng.randint(20, 3000)
-            word, other = ("".join(rng.choice("ab") for _ in range(rng.randint(4, 14))) for _ in range(2))
-            line = ["xyz"] * before + [word] + ["xyz"] * rng.randint(0, 3)
-            texts.append(" ".join(line + [other] if rng.random() < 0.3 else line))
-            words.append((before, word))
+            line = ["xyz"] * rng.randint(20, 3000)
+            words = ["".join(rng.choice("ab") for _ in range(rng.randint(4, 14))) for _ in range(rng.randint(1, 4))]
+            # Each near-tie word goes in after a random filler word from the 20th on, the later ones further on.
+            places = sorted(rng.sample(range(20, len(line) + 1), len(words)), reverse=True)
+            for place, word in zip(places, reversed(words)):
+                line.insert(place, word)
+            texts.append(" ".join(line))
+            near_ties.append([(i, word) for i, word in enumerate(line) if word != "xyz"])
         expected = reference.encode(texts)
         # In a graph: eagerly, the position-by-position loop over lines of 12,000 characters takes minutes.
         assert tf.function(layer)(tf.constant(texts)).to_list() == expected
-        # The same words are redone, or the same lines, on the way to offsets.
+        # The same words are redone on the way to offsets.
         ids, starts, ends = (r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts)))
         spans = [[(p.id, p.begin, p.end) for p in text.pieces] for text in reference.encode(texts, return_type="proto")]
         assert [list(zip(*row)) for row in zip(ids, starts, ends)] == spans
-        for (before, word), ids in zip(words, expected):
-            in_line = ids[before:]
-            in_line = in_line[: in_line.index(1)] if 1 in in_line else in_line
-            differ_from_alone += in_line != reference.encode(word)
+        for words, ids in zip(near_ties, expected):
+            by_word = _pieces_by_word(reference, ids)
+            differ_from_alone += sum(by_word[i] != reference.encode(word, out_type=str) for i, word in words)
     assert differ_from_alone > 0
+
+
+def test_single_precision_rule_on_lines_of_near_ties():
+    """Lines made of near-tie words only (up to 300): every word is decided in single precision from
+    the score of the line before it, and many are segmented differently there than alone, two or
+    more in some line (checked), so each must be segmented exactly from the exact score that the words
+    before it leave."""
+    rng = random.Random(13)
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN)] + _near_tie_pieces(rng)
+    data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
+    reference = spm_module().SentencePieceProcessor(model_proto=data)
+    lines = [["".join(rng.choice("ab") for _ in range(rng.randint(4, 14))) for _ in range(rng.randint(2, 300))] for _ in range(24)]
+    texts = [" ".join(line) for line in lines]
+    expected = reference.encode(texts)
+    layer = UnigramLayer(data)
+    assert tf.function(layer)(tf.constant(texts)).to_list() == expected
+    ids, starts, ends = (r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts)))
+    spans = [[(p.id, p.begin, p.end) for p in text.pieces] for text in reference.encode(texts, return_type="proto")]
+    assert [list(zip(*row)) for row in zip(ids, starts, ends)] == spans
+    differ_from_alone = [
+        sum(pieces != reference.encode(word, out_type=str) for pieces, word in zip(_pieces_by_word(reference, ids), line))
+        for line, ids in zip(lines, expected)
+    ]
+    assert max(differ_from_alone) >= 2
+
+
+def _pieces_by_word(reference, ids):
+    """The pieces of `ids`, a list per word: a word starts at each piece that starts with "▁" (every
+    word's first piece here, and no other piece holds one)."""
+    by_word = []
+    for piece in (reference.id_to_piece(i) for i in ids):
+        by_word.append([piece]) if piece.startswith("\u2581") else by_word[-1].append(piece)
+    return by_word

@@ -607,9 +607,7 @@ class UnigramLayer(TokenizerLayer):
         normalizer = self._normalizer
         if normalizer.splits_words and self._viterbi.by_words:
             pool, occurrences, word_splits, word_lines = normalizer.word_pool(strings)
-            ids, id_splits = self._viterbi.segment_words(
-                pool, word_splits, word_lines, lambda lines: normalizer.normalize(ops.take(strings, lines)), occurrences=occurrences
-            )
+            ids, id_splits = self._viterbi.segment_words(pool, word_splits, word_lines, occurrences=occurrences)
         else:
             ids, id_splits = self._viterbi(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
@@ -671,7 +669,6 @@ class UnigramLayer(TokenizerLayer):
             pool,
             word_splits,
             word_lines,
-            lambda indices: normalizer.normalize(ops.take(strings, indices)),
             merge=False,
             distinct=True,
             occurrences=occurrences,
@@ -863,8 +860,9 @@ class Viterbi(tf.Module):
     error, at most (word length + 1) ulps at |B| + the word's scores. A word that close to a tie
     (rare: ties between equal pieces in another order, like "......") is segmented again alone, in
     single precision from B as SentencePiece has it: the scores of the pieces before it added in
-    order, and the words before it where a restart could happen segmented exactly, one by one, from
-    the score before each. Lines with two such words are segmented whole, exactly as above. With
+    order, and the words before it that are fragile too or where a restart could happen segmented
+    exactly, one by one, from the score before each (one loop step per such word of a line, for all
+    lines at once; a line is not segmented whole, which would take a step per character). With
     restarts, no score exceeds 100,000 + the largest score magnitude, which bounds the ulps of the
     check.
     """
@@ -905,19 +903,15 @@ class Viterbi(tf.Module):
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, tf.concat([starts, ends[-1:]], axis=0), validate=False), "UTF-8")
             word_lines = ops.row_ids(word_splits)
-            ids, id_splits = self._by_words(
-                words, word_splits, word_lines, lambda lines: ops.gather_rows(code_points, splits, lines), prefix="", merge=merge
-            )
+            ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
         return ids, id_splits
 
-    def segment_words(self, words, word_splits, word_lines, normalize_lines, merge=True, distinct=False, occurrences=None):
+    def segment_words(self, words, word_splits, word_lines, merge=True, distinct=False, occurrences=None):
         """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
         int64). With `occurrences` (int64), the words are `words[occurrences]`, as
         `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
-        of its words once (it should hold few repeats). `normalize_lines(indices)` gives the
-        normalized code points of some lines, to segment them whole where rounding could matter.
-        With `distinct`, also the distinct words (the words segmented) with their `▁`: a dict of
+        of its words once (it should hold few repeats). With `distinct`, also the distinct words (the words segmented) with their `▁`: a dict of
         their code points ("values", int32), the byte where each starts in its word ("starts",
         int64), their row splits ("splits") and the distinct word of each word ("occurrence", int64).
 
@@ -928,7 +922,7 @@ class Viterbi(tf.Module):
         space = chr(self._space)
         if distinct or occurrences is None:
             return self._by_words(
-                words, word_splits, word_lines, normalize_lines, prefix=space, merge=merge, distinct=distinct, occurrences=occurrences
+                words, word_splits, word_lines, prefix=space, merge=merge, distinct=distinct, occurrences=occurrences
             )
         words = tf.strings.join([space, words])
         longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
@@ -937,7 +931,7 @@ class Viterbi(tf.Module):
             lambda: self._cut_words(words, occurrences, word_splits),
             lambda: (words, occurrences, word_splits, word_lines),
         )
-        return self._by_words(words, word_splits, word_lines, normalize_lines, prefix="", merge=merge, occurrences=occurrences)
+        return self._by_words(words, word_splits, word_lines, prefix="", merge=merge, occurrences=occurrences)
 
     def _cut_words(self, words, occurrences, word_splits):
         """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
@@ -971,7 +965,7 @@ class Viterbi(tf.Module):
         ids, piece_splits, _, _ = _unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
         return ids, ops.take(piece_splits, splits)
 
-    def _by_words(self, words, line_word_splits, word_lines, normalize_lines, prefix, merge=True, distinct=False, occurrences=None):
+    def _by_words(self, words, line_word_splits, word_lines, prefix, merge=True, distinct=False, occurrences=None):
         if occurrences is None:
             distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         else:
@@ -1008,27 +1002,14 @@ class Viterbi(tf.Module):
 
         def segment_fragile_again():
             fragile = self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length)
-            lines_with_fragile, line_of_fragile, fragile_per_line = tf.unique_with_counts(ops.take(word_lines, fragile), out_idx=tf.int64)
-            # A line with one fragile word: that word is segmented again alone, exactly; other lines
-            # with fragile words are segmented again whole.
-            whole = fragile_per_line > 1
-            lone = ops.take(fragile, ops.indices_where(~ops.take(whole, line_of_fragile)))
             redone, redone_splits = ops.rare_cond(
-                tf.size(lone) > 0,
+                tf.size(fragile) > 0,
                 lambda: self._redo_words(
-                    lone, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
+                    fragile, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
                 ),
                 lambda: (values, occurrence_splits),
             )
-            unknown_first = starts_unknown(redone, redone_splits)
-            line_splits = ops.take(redone_splits, line_word_splits)
-            fragile_lines = ops.take(lines_with_fragile, ops.indices_where(whole))
-            redone, line_splits = ops.rare_cond(
-                tf.size(fragile_lines) > 0,
-                lambda: self._redo_lines(redone, line_splits, *normalize_lines(fragile_lines), fragile_lines, merge),
-                lambda: (redone, line_splits),
-            )
-            return redone, line_splits, unknown_first
+            return redone, ops.take(redone_splits, line_word_splits), starts_unknown(redone, redone_splits)
 
         # Words whose segmentation single-precision rounding could change where they stand (few):
         # one `If` for all their steps, which a text without them skips.
@@ -1071,23 +1052,30 @@ class Viterbi(tf.Module):
         23), read off the exponent bits."""
         return tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64) * 2.0**-23
 
-    def _scores_before(self, lone, occurrence, word_lines, line_word_splits, raw, distinct):
+    def _scores_before(self, fragile, occurrence, word_lines, line_word_splits, raw, distinct):
         """The single-precision score of SentencePiece's best path before each of the word
-        occurrences `lone` (one per line; the words before it are safe, so that path is theirs):
-        their pieces' scores added in order, as SentencePiece's Viterbi adds them, and where a word
-        could see the score pass 100,000 in magnitude (a restart: see `Viterbi`), that word
-        segmented exactly from the score before it, which gives the score after it. One loop step
-        per such word, for all lines at once."""
-        k = tf.size(lone)
+        occurrences `fragile` (sorted), as SentencePiece's Viterbi adds it up: the scores of the
+        pieces of a line added in order, except at some words, segmented exactly from the score
+        before them, which gives the score after them. Those are the fragile words themselves, and
+        the words where the score could pass 100,000 in magnitude (a restart: see `Viterbi`). Every
+        other word is safe: its pieces are the same from any score before it. One loop step per
+        such word of a line, for all lines at once."""
         distinct_values, distinct_splits = distinct
-        # The pieces before each lone word in its line, unknown characters unmerged (each is a node).
-        earlier = tf.ragged.range(ops.take(line_word_splits, ops.take(word_lines, lone)), lone)
-        words = ops.take(occurrence, earlier.flat_values)
+        # One row per line, over its occurrences up to its last fragile one.
+        lines, line_of_fragile = tf.unique(ops.take(word_lines, fragile), out_idx=tf.int64)
+        k = tf.size(lines)
+        earlier = tf.ragged.range(ops.take(line_word_splits, lines), tf.math.segment_max(fragile, line_of_fragile) + 1)
+        in_lines = earlier.flat_values  # sorted
+        n = tf.size(in_lines, out_type=tf.int64)
+        fragile_at = tf.searchsorted(in_lines, fragile, out_type=tf.int64)
+        is_fragile = tf.scatter_nd(fragile_at[:, None], tf.ones_like(fragile, tf.bool), [n])
+        # Their pieces, unknown characters unmerged (each is a node).
+        words = ops.take(occurrence, in_lines)
         earlier_ids, occurrence_splits = ops.gather_rows(*raw, words)
         row_splits = ops.take(occurrence_splits, earlier.row_splits)
         padded = tf.RaggedTensor.from_row_splits(ops.take(self._scores[tf.float32], earlier_ids + 1), row_splits, validate=False).to_tensor(0.0)
         columns = tf.range(tf.shape(padded)[1])
-        # Each earlier occurrence: its row, the column of its first piece and its number of pieces.
+        # Each occurrence: its row, the column of its first piece and its number of pieces.
         row = ops.row_ids(earlier.row_splits)
         first = tf.cast(occurrence_splits[:-1] - ops.take(row_splits, row), tf.int32)
         count = tf.cast(occurrence_splits[1:] - occurrence_splits[:-1], tf.int32)
@@ -1095,16 +1083,16 @@ class Viterbi(tf.Module):
         length = tf.cast(ops.take(distinct_splits[1:] - distinct_splits[:-1], words), tf.float32)
         reach = length * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1
 
-        def step(start, score, _, __):
+        def step(start, score, scores_before, _):
             # tf.cumsum adds along a row in order (adding the zeros before `start` changes nothing).
             counted = tf.where(columns[None, :] >= start[:, None], padded, 0.0)
             sums = tf.cumsum(tf.concat([score[:, None], counted], axis=1), axis=1)
             before = tf.gather_nd(sums, tf.stack([tf.cast(row, tf.int32), first], axis=1))
-            risky = (first >= ops.take(start, row)) & (tf.abs(before) + reach > _RESET)
-            n = tf.size(risky, out_type=tf.int64)
-            next_risky = tf.math.unsorted_segment_min(tf.where(risky, tf.range(n), n), row, k)
-            rows = ops.indices_where(next_risky < n)
-            at = ops.take(next_risky, rows)
+            stops = (first >= ops.take(start, row)) & (is_fragile | (tf.abs(before) + reach > _RESET))
+            next_stop = tf.math.unsorted_segment_min(tf.where(stops, tf.range(n), n), row, k)
+            rows = ops.indices_where(next_stop < n)
+            at = ops.take(next_stop, rows)
+            scores_before = tf.tensor_scatter_nd_update(scores_before, at[:, None], ops.take(before, at))
 
             def segment_exactly():
                 values, splits = ops.gather_rows(distinct_values, distinct_splits, ops.take(words, at))
@@ -1115,44 +1103,33 @@ class Viterbi(tf.Module):
                 )
 
             start, score = ops.rare_cond(tf.size(rows) > 0, segment_exactly, lambda: (start, score))
-            return start, score, tf.size(rows) > 0, sums[:, -1]
+            return start, score, scores_before, tf.size(rows) > 0
 
-        _, _, _, scores = tf.while_loop(
-            lambda start, score, more, result: more,
+        _, _, scores_before, _ = tf.while_loop(
+            lambda start, score, scores_before, more: more,
             step,
-            (tf.zeros([k], tf.int32), tf.zeros([k], tf.float32), tf.constant(True), tf.zeros([k], tf.float32)),
+            (tf.zeros([k], tf.int32), tf.zeros([k], tf.float32), tf.zeros([n], tf.float32), tf.constant(True)),
         )
-        return scores
+        return ops.take(scores_before, fragile_at)
 
-    def _redo_words(self, lone, occurrence, word_lines, line_word_splits, raw, segmented, distinct, merge=True):
-        """Segment the word occurrences `lone` again, each the only fragile word of its line, exactly:
-        in single precision from the score of its line's path before it, summed in single precision
-        in order as SentencePiece's Viterbi sums it (the words before it are safe, so that path is
-        theirs). `raw` and `segmented` are the distinct words' pieces before and after merging unknown
-        ones. Returns the (values, row splits) of all occurrences with those replaced."""
+    def _redo_words(self, fragile, occurrence, word_lines, line_word_splits, raw, segmented, distinct, merge=True):
+        """Segment the word occurrences `fragile` (sorted) again, exactly: in single precision from
+        the score of their line's path before them, as SentencePiece's Viterbi adds it up (see
+        `_scores_before`). `raw` and `segmented` are the distinct words' pieces before and after
+        merging unknown ones. Returns the (values, row splits) of all occurrences with those replaced."""
         pieces, piece_splits = segmented
         n_distinct = tf.size(piece_splits, out_type=tf.int64) - 1
-        k = tf.size(lone, out_type=tf.int64)
-        offsets = self._scores_before(lone, occurrence, word_lines, line_word_splits, raw, distinct)
-        word_values, word_splits = ops.gather_rows(*distinct, ops.take(occurrence, lone))
+        k = tf.size(fragile, out_type=tf.int64)
+        offsets = self._scores_before(fragile, occurrence, word_lines, line_word_splits, raw, distinct)
+        word_values, word_splits = ops.gather_rows(*distinct, ops.take(occurrence, fragile))
         paths = self._best_paths(word_values, word_splits, tf.float32, offsets=offsets)
         redone, redone_splits = paths["piece"], ops.splits_from_row_ids(paths["rows"], k)
         if merge:
             redone, redone_splits = self._unknowns(redone, redone_splits, word_values)
         table = tf.concat([pieces, redone], axis=0)
         table_splits = tf.concat([piece_splits, piece_splits[-1] + redone_splits[1:]], axis=0)
-        rows = tf.tensor_scatter_nd_update(occurrence, lone[:, None], n_distinct + tf.range(k))
+        rows = tf.tensor_scatter_nd_update(occurrence, fragile[:, None], n_distinct + tf.range(k))
         return ops.gather_rows(table, table_splits, rows)
-
-    def _redo_lines(self, values, line_splits, line_values, line_value_splits, lines, merge=True):
-        """Segment `lines` (given normalized) whole, exactly, and put them in place of their
-        word-by-word segmentation."""
-        exact, exact_splits = self._exact(line_values, line_value_splits, merge)
-        n = tf.size(line_splits, out_type=tf.int64) - 1
-        redone = tf.scatter_nd(lines[:, None], tf.range(1, tf.size(lines, out_type=tf.int64) + 1), [n]) - 1
-        table = tf.concat([values, exact], axis=0)
-        table_splits = tf.concat([line_splits, line_splits[-1] + exact_splits[1:]], axis=0)
-        return ops.gather_rows(table, table_splits, tf.where(redone >= 0, n + redone, tf.range(n)))
 
     def _word_paths(self, code_points, splits):
         """`_best_paths` in double precision with gaps, as `_by_words` needs it: few short rows (the
