@@ -27,8 +27,10 @@ _SINGLE, _FIRST, _SECOND = 1, 2, 4
 # What `tf.strings.split` without a separator splits at, besides the space.
 _SPLIT_WHITESPACE = [0x09, 0x0A, 0x0B, 0x0C, 0x0D]
 # Viterbi paths are walked back one position per loop step over at least this many positions, in
-# rows of at most this many; otherwise by pointer doubling.
-_WALK_BY_STEPS_FROM, _WALK_BY_STEPS_UP_TO = 4096, 256
+# rows of at most this many or of at most 1/_STEPS_PER_POSITION of the positions (text without
+# spaces at batch 1024, whose longest parts have a few hundred characters: the Japanese novel 1.08x
+# faster than by doubling, in a paired A/B); otherwise by pointer doubling.
+_WALK_BY_STEPS_FROM, _WALK_BY_STEPS_UP_TO, _STEPS_PER_POSITION = 4096, 256, 256
 # SentencePiece refuses models with pieces of this many UTF-8 bytes or more.
 _MAX_PIECE_BYTES = 8000
 # Beyond this many ranges of special characters, every line goes through the full normalizer.
@@ -1292,7 +1294,8 @@ class Viterbi(tf.Module):
             return tf.reverse(matching.greedy_path(tf.reverse(back_reversed, [0]), path_starts, longest), [0])
 
         # Steps are cheap but one per position of the longest row: the better choice for many short rows.
-        on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & (longest <= _WALK_BY_STEPS_UP_TO), by_steps, by_doubling)
+        short = (longest <= _WALK_BY_STEPS_UP_TO) | (longest * _STEPS_PER_POSITION <= size)
+        on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & short, by_steps, by_doubling)
         ends = ops.indices_where(on_path)
         end_lengths = tf.cast(ops.take(winners, ops.take(record, ends)), tf.int64)
         end_base, end_stride = ops.take(base, ends), ops.take(stride, ends)
