@@ -913,9 +913,10 @@ class Viterbi(tf.Module):
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
         int64). With `occurrences` (int64), the words are `words[occurrences]`, as
         `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
-        of its words once (it should hold few repeats). With `distinct`, also the distinct words (the words segmented) with their `▁`: a dict of
-        their code points ("values", int32), the byte where each starts in its word ("starts",
-        int64), their row splits ("splits") and the distinct word of each word ("occurrence", int64).
+        of its words once (it should hold few repeats). With `distinct`, also the distinct words
+        (the words segmented) with their `▁`: a dict of their code points ("values", int32), the
+        byte where each starts in its word ("starts", int64), their row splits ("splits") and the
+        distinct word of each word ("occurrence", int64).
 
         Without `distinct`, given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text
         without spaces) are first cut before and after each character that no piece of two or more
