@@ -938,8 +938,12 @@ class Viterbi(tf.Module):
 
     def _cut_words(self, words, occurrences, word_splits):
         """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
-        splits of the occurrences -> the same for the parts, the parts' distinct strings as words."""
-        values, splits = ops.decode_utf8(words)
+        splits of the occurrences -> the same for the parts, the parts' distinct strings as words.
+        Only the words that occur are cut: the pool also holds the words of lines as split before
+        they were normalized (see `SentencePieceNormalizer.word_pool`), which in text without spaces
+        are whole lines that nothing reads (in the Japanese novel, half of the characters)."""
+        used, occurrences = tf.unique(occurrences, out_idx=tf.int64)
+        values, splits = ops.decode_utf8(ops.take(words, used))
         size = tf.size(values, out_type=tf.int64)
         alone = ops.take(self._joined, tf.searchsorted(self._joined, values)) != values
         # Also before each `▁` (no piece holds one after its start), which starts every word.
