@@ -1006,29 +1006,24 @@ class Viterbi(tf.Module):
         magnitude = tf.minimum(longest_line * (self._max_score_magnitude + self._half_ulp) * (1 + 1e-6) + 1, self._largest_score)
         fragile_anywhere = ~(smallest_gap > tf.cast(length + 2, tf.float64) * self._ulp(magnitude))
         suspects = ops.indices_where(ops.take(fragile_anywhere, occurrence))
-        values, occurrence_splits = ops.gather_rows(pieces, piece_splits, occurrence)
-
-        def starts_unknown(values, occurrence_splits):
-            return tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
 
         def segment_fragile_again():
             fragile = self._fragile(suspects, occurrence, word_lines, line_word_splits, total, smallest_gap, length)
-            redone, redone_splits = ops.rare_cond(
+            return ops.rare_cond(
                 tf.size(fragile) > 0,
                 lambda: self._redo_words(
                     fragile, occurrence, word_lines, line_word_splits, raw, (pieces, piece_splits), (distinct_values, distinct_splits), merge
                 ),
-                lambda: (values, occurrence_splits),
+                lambda: (pieces, piece_splits, occurrence),
             )
-            return redone, ops.take(redone_splits, line_word_splits), starts_unknown(redone, redone_splits)
 
         # Words whose segmentation single-precision rounding could change where they stand (few):
-        # one `If` for all their steps, which a text without them skips.
-        values, line_splits, unknown_first = ops.rare_cond(
-            tf.size(suspects) > 0,
-            segment_fragile_again,
-            lambda: (values, ops.take(occurrence_splits, line_word_splits), starts_unknown(values, occurrence_splits)),
-        )
+        # one `If` for all their steps, which a text without them skips. It gives the rows of a
+        # table of pieces (the distinct words', then those redone) that the occurrences read.
+        table, table_splits, rows = ops.rare_cond(tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence))
+        values, occurrence_splits = ops.gather_rows(table, table_splits, rows)
+        line_splits = ops.take(occurrence_splits, line_word_splits)
+        unknown_first = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
         if merge and self.byte_ids is None:
             values, line_splits = ops.rare_cond(
                 unknown_first, lambda: _merge_unknowns(values, line_splits, self._unknown_id), lambda: (values, line_splits)
@@ -1127,7 +1122,8 @@ class Viterbi(tf.Module):
         """Segment the word occurrences `fragile` (sorted) again, exactly: in single precision from
         the score of their line's path before them, as SentencePiece's Viterbi adds it up (see
         `_scores_before`). `raw` and `segmented` are the distinct words' pieces before and after
-        merging unknown ones. Returns the (values, row splits) of all occurrences with those replaced."""
+        merging unknown ones. Returns a table of pieces (values, row splits: the distinct words', then
+        those redone) and the row of each occurrence in it."""
         pieces, piece_splits = segmented
         n_distinct = tf.size(piece_splits, out_type=tf.int64) - 1
         k = tf.size(fragile, out_type=tf.int64)
@@ -1139,8 +1135,7 @@ class Viterbi(tf.Module):
             redone, redone_splits = self._unknowns(redone, redone_splits, word_values)
         table = tf.concat([pieces, redone], axis=0)
         table_splits = tf.concat([piece_splits, piece_splits[-1] + redone_splits[1:]], axis=0)
-        rows = tf.tensor_scatter_nd_update(occurrence, fragile[:, None], n_distinct + tf.range(k))
-        return ops.gather_rows(table, table_splits, rows)
+        return table, table_splits, tf.tensor_scatter_nd_update(occurrence, fragile[:, None], n_distinct + tf.range(k))
 
     def _word_paths(self, code_points, splits):
         """`_best_paths` in double precision with gaps, as `_by_words` needs it: few short rows (the
