@@ -65,6 +65,29 @@ def test_first_and_last_in_rows_by_hand():
     assert first.numpy().tolist() == [0, 0] and last.numpy().tolist() == [-1, -1]
 
 
+def test_gather_rows_in_halves_by_hand():
+    # Rows [a b], [], [c], [d e f] of values 1..6; row splits 0 2 2 3 6.
+    values = tf.constant([1, 2, 3, 4, 5, 6])
+    splits = tf.constant([0, 2, 2, 3, 6], tf.int64)
+    traced = tf.function(ops.gather_rows_in_halves)
+    cases = [
+        # Rows 3, 0, 1, 3, 2 -> [d e f] [a b] [] [d e f] [c]; halves 3 0 | 1 3 2.
+        ([3, 0, 1, 3, 2], [4, 5, 6, 1, 2, 4, 5, 6, 3], [0, 3, 5, 5, 8, 9]),
+        # One row: the first half is empty.
+        ([0], [1, 2], [0, 2]),
+        # Empty rows only, in both halves.
+        ([1, 1, 1], [], [0, 0, 0, 0]),
+        # No rows at all.
+        ([], [], [0]),
+    ]
+    for run in (ops.gather_rows_in_halves, traced):
+        for indices, expected_values, expected_splits in cases:
+            got_values, got_splits = run(values, splits, tf.constant(indices, tf.int64))
+            assert got_values.numpy().tolist() == expected_values
+            assert got_splits.numpy().tolist() == expected_splits
+            assert got_splits.dtype == tf.int64
+
+
 def test_take_is_a_gather_along_the_first_axis():
     table = tf.constant([10, 11, 12, 13])
     assert ops.take(table, tf.constant([3, 0, 0, 2])).numpy().tolist() == [13, 10, 10, 12]

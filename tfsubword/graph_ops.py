@@ -90,6 +90,18 @@ def gather_rows(values, row_splits, indices):
     return gathered, splits
 
 
+def gather_rows_in_halves(values, row_splits, indices):
+    """`gather_rows` as two gathers, of the first and second half of `indices`, that run at once.
+
+    One `RaggedGather` runs on one thread; at a batch's hundred thousand rows it is a serial
+    stretch (2 ms at 1,024 lines of wikitext) that halves shorten. Same result as `gather_rows`.
+    """
+    half = tf.size(indices) // 2
+    first, first_splits = gather_rows(values, row_splits, indices[:half])
+    second, second_splits = gather_rows(values, row_splits, indices[half:])
+    return tf.concat([first, second], axis=0), tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0)
+
+
 def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
     """Rows of one value each, some replaced by rows of a ragged tensor.
 

@@ -1021,7 +1021,7 @@ class Viterbi(tf.Module):
         # one `If` for all their steps, which a text without them skips. It gives the rows of a
         # table of pieces (the distinct words', then those redone) that the occurrences read.
         table, table_splits, rows = ops.rare_cond(tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence))
-        values, occurrence_splits = ops.gather_rows(table, table_splits, rows)
+        values, occurrence_splits = ops.gather_rows_in_halves(table, table_splits, rows)
         line_splits = ops.take(occurrence_splits, line_word_splits)
         unknown_first = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
         if merge and self.byte_ids is None:
