@@ -65,11 +65,14 @@ def test_first_and_last_in_rows_by_hand():
     assert first.numpy().tolist() == [0, 0] and last.numpy().tolist() == [-1, -1]
 
 
-def test_gather_rows_in_halves_by_hand():
+def test_ragged_in_halves_of_a_gather_by_hand():
     # Rows [a b], [], [c], [d e f] of values 1..6; row splits 0 2 2 3 6.
     values = tf.constant([1, 2, 3, 4, 5, 6])
     splits = tf.constant([0, 2, 2, 3, 6], tf.int64)
-    traced = tf.function(ops.gather_rows_in_halves)
+
+    def gathered(indices):
+        return ops.ragged_in_halves(lambda part: ops.gather_rows(values, splits, part), indices)
+
     cases = [
         # Rows 3, 0, 1, 3, 2 -> [d e f] [a b] [] [d e f] [c]; halves 3 0 | 1 3 2.
         ([3, 0, 1, 3, 2], [4, 5, 6, 1, 2, 4, 5, 6, 3], [0, 3, 5, 5, 8, 9]),
@@ -80,12 +83,23 @@ def test_gather_rows_in_halves_by_hand():
         # No rows at all.
         ([], [], [0]),
     ]
-    for run in (ops.gather_rows_in_halves, traced):
+    for run in (gathered, tf.function(gathered)):
         for indices, expected_values, expected_splits in cases:
-            got_values, got_splits = run(values, splits, tf.constant(indices, tf.int64))
+            got_values, got_splits = run(tf.constant(indices, tf.int64))
             assert got_values.numpy().tolist() == expected_values
             assert got_splits.numpy().tolist() == expected_splits
             assert got_splits.dtype == tf.int64
+
+
+def test_ragged_in_halves_of_a_decode_with_offsets_by_hand():
+    # "ab", "", "é" (2 bytes), "xé", invalid "\xff" -> U+FFFD: halves "ab" "" | "é" "xé" "\xff".
+    strings = tf.constant([b"ab", b"", "é".encode(), "xé".encode(), b"\xff"])
+    code_points, starts, splits = ops.ragged_in_halves(ops.decode_utf8_with_offsets, strings)
+    assert code_points.numpy().tolist() == [97, 98, 0xE9, 120, 0xE9, 0xFFFD]
+    assert starts.numpy().tolist() == [0, 1, 0, 0, 1, 0]
+    assert splits.numpy().tolist() == [0, 2, 2, 3, 5, 6]
+    code_points, splits = ops.ragged_in_halves(ops.decode_utf8, strings[:1])
+    assert code_points.numpy().tolist() == [97, 98] and splits.numpy().tolist() == [0, 2]
 
 
 def test_take_is_a_gather_along_the_first_axis():

@@ -981,13 +981,17 @@ class Viterbi(tf.Module):
             distinct_words, occurrence = tf.unique(words, out_idx=tf.int64)
         else:
             distinct_words, occurrence = words, occurrences
-        if prefix:
-            distinct_words = tf.strings.join([prefix, distinct_words])
         n_distinct = tf.size(distinct_words, out_type=tf.int64)
+        decode = ops.decode_utf8_with_offsets if distinct else ops.decode_utf8
+
+        def decoded(words):
+            return decode(tf.strings.join([prefix, words]) if prefix else words)
+
+        # Decoded in halves, which run at once: one decode (one thread) took 1.3 ms of 1,024 lines' 22.
         if distinct:
-            distinct_values, distinct_starts, distinct_splits = ops.decode_utf8_with_offsets(distinct_words)
+            distinct_values, distinct_starts, distinct_splits = ops.ragged_in_halves(decoded, distinct_words)
         else:
-            distinct_values, distinct_splits = ops.decode_utf8(distinct_words)
+            distinct_values, distinct_splits = ops.ragged_in_halves(decoded, distinct_words)
 
         paths = self._word_paths(distinct_values, distinct_splits)
         path_words = paths["rows"]
@@ -1021,7 +1025,7 @@ class Viterbi(tf.Module):
         # one `If` for all their steps, which a text without them skips. It gives the rows of a
         # table of pieces (the distinct words', then those redone) that the occurrences read.
         table, table_splits, rows = ops.rare_cond(tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence))
-        values, occurrence_splits = ops.gather_rows_in_halves(table, table_splits, rows)
+        values, occurrence_splits = ops.ragged_in_halves(lambda part: ops.gather_rows(table, table_splits, part), rows)
         line_splits = ops.take(occurrence_splits, line_word_splits)
         unknown_first = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
         if merge and self.byte_ids is None:
