@@ -10,9 +10,9 @@ the tables show median MB/s (batch 1024) or ms per line (batch 1) and the ratio 
 (above 1.0 means tfsubword is faster). Only same-run ratios mean anything.
 At batch 1 it also times two floors that any core-op tokenizer pays before it segments anything (a
 `tf.function` call; the word split), the bare `tf.while_loop` of a Viterbi pass over the line's
-distinct words (the route of larger batches; `UnigramLayer` unrolls the pass for a line or two of
-short words), and both layers on the one-character text "a" (what a call costs whatever its text), as
-shares of tensorflow-text's time per wikitext line.
+distinct words (the route of larger batches), the lookups of every candidate piece that the route of
+a line or two of short words makes before its unrolled pass, and both layers on the one-character
+text "a" (what a call costs whatever its text), as shares of tensorflow-text's time per wikitext line.
 Text without spaces: the Japanese novel, batch 1024, with an 8,000-piece model SentencePiece trains on
 it (every line is one word there, the longest 11,183 characters).
 `--threads 1` gives TensorFlow one thread (inter- and intra-op) to compare the work each system does:
@@ -99,24 +99,64 @@ def offsets_systems(model):
     return found
 
 
-def floors():
+def floors(model):
     """Costs that any tokenizer built from core TensorFlow ops pays at batch 1 before it segments
     anything: calling a `tf.function`, and splitting the line into words (`tf.strings.split`, the first
     op of a split-by-whitespace model). tensorflow-text does all of its work in one C++ kernel. And what
     a Viterbi pass position by position costs in a `tf.while_loop`: a bare forward pass over the
     line's distinct words (16 candidate pieces ending at each position, SentencePiece's longest by
     default; no piece lookup, no walk back), one step per character of the longest. That one is no
-    floor for `UnigramLayer` at batch 1, which unrolls the pass there (`Viterbi._unrolled_paths`)."""
+    floor for `UnigramLayer` at batch 1, which unrolls the pass there (`Viterbi._unrolled_paths`).
+    The floor of that route: the split, the distinct words, and each of their substrings of up to 16
+    characters looked up in a table of the model's pieces, which is what the unrolled pass reads
+    before its first step (and where the loop walks a trie instead)."""
     signature = [tf.TensorSpec([None], tf.string)]
     # A lambda: `tf.function(tf.strings.length)` on the op's own wrapper measured 0.08 ms slower per call.
     call = tf.function(lambda texts: tf.strings.length(texts), input_signature=signature)
     split = tf.function(lambda texts: tf.strings.split(texts).row_splits, input_signature=signature)
     forward = tf.function(forward_pass, input_signature=signature)
+    pieces = UnigramLayer(model).get_vocabulary()
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(pieces, tf.range(len(pieces))), -1)
+    lookups = tf.function(lambda texts: piece_lookups(texts, table)[0], input_signature=signature)
+    unrolled = tf.function(lambda texts: unrolled_pass(*piece_lookups(texts, table)), input_signature=signature)
     return {
         "a tf.function call (one `tf.strings.length`)": lambda texts: call(tf.constant(texts)),
         "a tf.function call with `tf.strings.split`": lambda texts: split(tf.constant(texts)),
         "the split, its distinct words and a bare forward pass in a `tf.while_loop`": lambda texts: forward(tf.constant(texts)),
+        "the split, its distinct words and their substrings looked up as pieces": lambda texts: lookups(tf.constant(texts)),
+        "the same lookups and a bare forward pass unrolled over 16 positions": lambda texts: unrolled(tf.constant(texts)),
     }
+
+
+def piece_lookups(texts, table, width=16):
+    """The id of each substring of up to `width` characters of each distinct word (with its `▁`),
+    -1 if it is no piece: every candidate piece of a Viterbi pass, found with one lookup, as in
+    `Viterbi._unrolled_paths`, but with no grid of scores, no pass and no walk back. Also the
+    number of distinct words."""
+    words, _ = tf.unique(tf.strings.split(texts).flat_values)
+    words = tf.strings.join(["\u2581", words])
+    lengths = tf.strings.length(words, unit="UTF8_CHAR")
+    # (word, start, length - 1) for every substring that fits in its word.
+    starts = tf.range(tf.reduce_max(tf.concat([[0], lengths], axis=0)))
+    fits = starts[None, :, None] + tf.range(1, width + 1)[None, None, :] <= lengths[:, None, None]
+    where = tf.where(fits)
+    substrings = tf.strings.substr(
+        tf.gather(words, where[:, 0]), tf.cast(where[:, 1], tf.int32), tf.cast(where[:, 2], tf.int32) + 1, unit="UTF8_CHAR"
+    )
+    return table.lookup(substrings), tf.size(words)
+
+
+def unrolled_pass(found, columns, steps=16, width=16):
+    """After `piece_lookups`, the pass of `Viterbi._unrolled_paths` over its fewest positions, one
+    column per distinct word, in its ops (a window of the best scores stacked, the scores of the
+    pieces ending there added, the best taken). Every cell scores the first id found (read, so that
+    nothing is constant for the graph optimizer to fold away): no grid filled, no walk back."""
+    first = tf.cast(tf.concat([found[:1], [0]], axis=0)[0], tf.float64)
+    scores = tf.unstack(tf.fill([steps, columns, width], first), num=steps)
+    best = [tf.fill([columns], tf.constant(-1e300, tf.float64))] * (width - 1) + [tf.zeros([columns], tf.float64)]
+    for position in range(steps):
+        best.append(tf.reduce_max(tf.stack(best[position : position + width], axis=1) + scores[position], axis=1))
+    return best[-1]
 
 
 def forward_pass(texts, width=16):
@@ -237,7 +277,7 @@ def main():
     for model_name, model in models().items():
         found = systems(model)
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
-        floor = floors()
+        floor = floors(model)
         single = measure({**found, **floor}, [[line] for line in lines[: args.single]], args.rounds)
         tiny = measure({name: found[name] for name in (OURS, THEIRS) if name in found}, [["a"]] * args.single, args.rounds)
         print(f"\n{model_name}")
