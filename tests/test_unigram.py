@@ -374,9 +374,9 @@ def test_pieces_across_words_and_exact_ties_match_sentencepiece():
 
 
 def test_long_words_are_cut_where_no_piece_crosses():
-    """Words of more than 64 bytes (text without spaces) are segmented in parts, cut before and after
-    each character that no piece of two or more characters holds ("." and the unknown "x" here):
-    every path passes there, as through word starts."""
+    """Words of more than 64 bytes (text without spaces) are segmented in parts, cut between each two
+    characters that no piece holds side by side (here, those next to "." or the unknown "x", which no
+    piece of two or more characters holds): every path passes there, as through word starts."""
     pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1), ("ab", -2.0, 1),
               ("▁ab", -2.5, 1), (".", -1.5, 1), ("ba", -2.5, 1)]
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
@@ -391,6 +391,29 @@ def test_long_words_are_cut_where_no_piece_crosses():
     reference = spm_module().SentencePieceProcessor(model_proto=data)
     texts = ["ab.ba.xab" * 12, "ab." * 30 + " abab" * 5, "xx" + "aba.b" * 20 + "x", "ab" * 40, "short ab.ab"]
     assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
+
+
+def test_long_words_are_cut_between_characters_no_piece_holds_side_by_side():
+    """Every character here is in a piece of two characters or more (where the rule was once "cut
+    next to a character in none"), but "da", "ad" and "db" are in no piece: no piece crosses there."""
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1), ("c", -3.0, 1),
+              ("d", -3.0, 1), ("ab", -2.0, 1), ("cd", -2.0, 1), ("▁ab", -2.5, 1), ("bcd", -6.5, 1)]
+    data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
+    layer = UnigramLayer(data)
+    # By hand: "▁abcdadb" is cut before its last "a", "d" and "b" ("▁a", "ab", "bc" and "cd" are in pieces).
+    parts, occurrences, splits, lines = layer._viterbi._cut_words(
+        tf.constant(["▁abcdadb", "▁ab"]), tf.constant([0, 1, 0], tf.int64), tf.constant([0, 3], tf.int64)
+    )
+    assert parts.numpy().tolist() == ["▁abcd".encode(), b"a", b"d", b"b", "▁ab".encode()]
+    assert occurrences.numpy().tolist() == [0, 1, 2, 3, 4, 0, 1, 2, 3]
+    assert splits.numpy().tolist() == [0, 9] and lines.numpy().tolist() == [0] * 9
+    reference = spm_module().SentencePieceProcessor(model_proto=data)
+    texts = ["abcdab" * 12, "cdab" * 20 + " ab", "abcd" * 10 + "x" + "dcba" * 10, "bcda" * 20, "ab" * 40 + "xx" + "cd" * 30]
+    assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
+    # No piece of two characters at all: a cut between every two.
+    single = spm_model.serialize(pieces[:6], spm_model.Normalizer(name="identity"))
+    texts = ["abcd" * 20, "ab" * 40 + "x" + "dc" * 40 + " ba"]
+    assert UnigramLayer(single)(texts).to_list() == spm_module().SentencePieceProcessor(model_proto=single).encode(texts)
 
 
 def test_serialized_model_loads_in_sentencepiece():
