@@ -263,12 +263,12 @@ class SentencePieceNormalizer(tf.Module):
         size = tf.size(code_points)
         positions = tf.range(size)
         rows = ops.row_ids(splits)
-        limits = tf.cast(ops.take(splits[1:], rows), tf.int32)
+        line_ends = tf.cast(ops.take(splits[1:], rows), tf.int32)
         # A match ends before an invalid byte (no key holds one).
         limits = tf.cond(
             tf.size(invalid) > 0,
-            lambda: tf.minimum(limits, ops.take(tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0), tf.searchsorted(tf.cast(invalid, tf.int32), positions))),
-            lambda: limits,
+            lambda: tf.minimum(line_ends, ops.take(tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0), tf.searchsorted(tf.cast(invalid, tf.int32), positions))),
+            lambda: line_ends,
         )
         line_first = positions == tf.cast(ops.take(splits[:-1], rows), tf.int32)
         roots = tf.where(initial, 0, -1)
@@ -278,7 +278,9 @@ class SentencePieceNormalizer(tf.Module):
         user = user_end >= 0
         ruled = ~user & (rule_end >= 0)
         ends = tf.where(user, user_end, tf.where(ruled, rule_end, positions + 1))
-        jumps = tf.where(ends >= limits, size, ends)
+        # The path of a line ends at the line's end; an invalid byte is on it like any character (with
+        # `limits` here, a path stopped before one and dropped the rest of its line, 2026-11-26).
+        jumps = tf.where(ends >= line_ends, size, ends)
         longest_line = tf.reduce_max(tf.concat([[0], splits[1:] - splits[:-1]], axis=0))
         on_path = tf.cond(
             tf.reduce_any(ends > positions + 1),  # only matches of several characters hide positions
