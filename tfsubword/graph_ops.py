@@ -82,6 +82,11 @@ def decode_utf8_with_offsets(strings):
     return code_points, starts, splits
 
 
+def encode_utf8(code_points, row_splits):
+    """Rows of code points (int32, int64 `row_splits`) -> one UTF-8 string per row."""
+    return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, row_splits, validate=False), "UTF-8")
+
+
 def gather_rows(values, row_splits, indices):
     """Rows `indices` of the ragged (`values`, `row_splits`): returns (values, row splits)."""
     (splits,), gathered = tf.raw_ops.RaggedGather(

@@ -136,7 +136,7 @@ class BertNormalizer(tf.Module):
         unique, index = tf.unique(coarse, out_idx=tf.int64)
         normalized = self.normalize_words(unique)
         word_splits, char_splits = normalized.nested_row_splits
-        strings = tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(normalized.flat_values, char_splits), "UTF-8")
+        strings = ops.encode_utf8(normalized.flat_values, char_splits)
         values, word_splits = ops.gather_rows(strings, word_splits, index)
         return tf.RaggedTensor.from_row_splits(values, tf.gather(word_splits, splits), validate=False)
 

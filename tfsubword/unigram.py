@@ -43,6 +43,7 @@ _UNROLLED_STEPS = (16, 32)
 # Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
 # `Viterbi.segment_words`): the Viterbi loop takes one step per character of the longest word.
 _CUT_WORDS_LONGER_THAN = 64
+_CODE_POINT_BITS = 21  # U+10FFFF fits: the key of two code points side by side (`_pair_keys`) is below 1 << 42
 # From this many distinct words (in wikitext, a batch of 300 lines or so), `Viterbi._word_paths`
 # segments them in two halves at once (paired A/B, 7k pieces: 1.08x at batch 1024; from 1,024 words
 # on, batches of 128 lines, 2,500 distinct words, were 0.97x).
@@ -146,9 +147,9 @@ class SentencePieceNormalizer(tf.Module):
         starts = ops.indices_where(is_space)
         count = tf.size(starts, out_type=tf.int64)
         inner_splits = tf.concat([starts - tf.range(count), [size - count]], axis=0)
-        inner = tf.RaggedTensor.from_row_splits(ops.take(values, ops.indices_where(~is_space)), inner_splits, validate=False)
         word_lines = ops.take(ops.row_ids(value_splits), starts)
-        return tf.strings.unicode_encode(inner, "UTF-8"), ops.splits_from_row_ids(word_lines, n)
+        words = ops.encode_utf8(ops.take(values, ops.indices_where(~is_space)), inner_splits)
+        return words, ops.splits_from_row_ids(word_lines, n)
 
     def normalize(self, strings, offsets=False):
         """`[n]` strings -> (code points int32, row splits int64) of the normalized strings.
@@ -811,7 +812,7 @@ class UnigramLayer(TokenizerLayer):
         if self._model.byte_fallback:
             code_points, starts, splits = ops.decode_utf8_with_offsets(text)
             code_points, _, splits, _ = _one_replacement_per_invalid_byte(text, code_points, starts, splits)
-            text = _utf8(code_points, splits)
+            text = ops.encode_utf8(code_points, splits)
         return text
 
     # Saving.
@@ -898,7 +899,8 @@ class Viterbi(tf.Module):
                 # no piece crosses between two characters that are not one of them. (A hash table:
                 # 170,000 keys took half the time of a binary search in 5,000 sorted ones.)
                 # Then a key that no pair has, since a table cannot be empty.
-                pairs = sorted({(ord(key[i - 1]) << 21) | ord(key[i]) for key in keys for i in range(1, len(key))}) + [1 << 42]
+                pairs = sorted({(ord(key[i - 1]) << _CODE_POINT_BITS) | ord(key[i]) for key in keys for i in range(1, len(key))})
+                pairs.append(1 << (2 * _CODE_POINT_BITS))
                 self._pairs = tf.lookup.StaticHashTable(
                     tf.lookup.KeyValueTensorInitializer(tf.constant(pairs, tf.int64, shape=[len(pairs)]), tf.ones([len(pairs)], tf.int32)), 0
                 )
@@ -914,7 +916,7 @@ class Viterbi(tf.Module):
         else:
             starts, word_splits = _word_starts(code_points, splits, self._space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
-            words = _utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
+            words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
             word_lines = ops.row_ids(word_splits)
             ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
         return ids, id_splits
@@ -964,7 +966,7 @@ class Viterbi(tf.Module):
         starts = ops.indices_where(apart | (values == self._space))
         # (Encoded and made distinct in halves that run at once: 1.04x on the novel, as noisy as on
         # wikitext, which takes no cut; not kept.)
-        distinct_parts, part = tf.unique(_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
+        distinct_parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
         # The parts of each word: a range of `parts`, from the part where the word starts.
         part_splits = tf.searchsorted(starts, splits, out_type=tf.int64)
         part_of_occurrence, occurrence_splits = ops.gather_rows(part, part_splits, occurrences)
@@ -1357,7 +1359,7 @@ class Viterbi(tf.Module):
         at, length = pair // width, pair % width + 1
         row, start = ops.take(row, at), ops.take(start, at)
         # The rows as UTF-8 again (each invalid byte of the input is U+FFFD by now, as in the loop).
-        words = _utf8(code_points, splits)
+        words = ops.encode_utf8(code_points, splits)
         found = self._ids.lookup(tf.strings.substr(ops.take(words, row), start, length, unit="UTF8_CHAR"))
         # A character that starts no one-character piece is an unknown piece of its own.
         found += tf.cast((found < 0) & (length == 1), tf.int32) * (self._unknown_id + 1)
@@ -1425,8 +1427,7 @@ def word_counter(normalizer_spec):
             values, splits = normalizer.normalize(lines)
             starts, line_splits = _word_starts(values, splits, normalizer.space)
             word_splits = tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0)
-            word_values = tf.RaggedTensor.from_row_splits(values, word_splits, validate=False)
-            words = tf.strings.unicode_encode(word_values, "UTF-8")
+            words = ops.encode_utf8(values, word_splits)
             lines_of_words = ops.row_ids(line_splits)
         last = lines_of_words != tf.concat([lines_of_words, [-1]], axis=0)[1:]
         return tf.strings.join([words, tf.where(last, " ", "")])
@@ -1434,14 +1435,9 @@ def word_counter(normalizer_spec):
     return batch_counter(words_of)
 
 
-def _utf8(code_points, splits):
-    """Rows of code points (row splits int64) -> one UTF-8 string per row."""
-    return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, splits, validate=False), "UTF-8")
-
-
 def _pair_keys(first, second):
-    """Code points side by side -> one int64 key per pair (a code point takes 21 bits)."""
-    return tf.bitwise.left_shift(tf.cast(first, tf.int64), 21) | tf.cast(second, tf.int64)
+    """Code points side by side -> one int64 key per pair."""
+    return tf.bitwise.left_shift(tf.cast(first, tf.int64), _CODE_POINT_BITS) | tf.cast(second, tf.int64)
 
 
 def _as_ragged(ids, starts, ends, splits):
