@@ -45,7 +45,7 @@ def train_one(system, size):
     """Train in this process; print seconds, peak RSS and tokens as JSON."""
     files = [str(path) for path in WIKITEXT]
     if system == "tfsubword":
-        import tfsubword.byte_level  # noqa: F401  (loads TensorFlow: an import, not training)
+        import tfsubword.text.byte_level  # noqa: F401  (loads TensorFlow: an import, not training)
         import tfsubword.train.counting  # noqa: F401
         from tfsubword import train_bpe
 
@@ -71,8 +71,9 @@ def train_one(system, size):
         start = time.perf_counter()
         model = io.BytesIO()
         try:
-            spm.SentencePieceTrainer.train(input=",".join(files), model_writer=model, model_type="bpe",
-                                           vocab_size=size, minloglevel=2)
+            spm.SentencePieceTrainer.train(
+                input=",".join(files), model_writer=model, model_type="bpe", vocab_size=size, minloglevel=2
+            )
             tokens = size
         except RuntimeError as error:
             tokens = f"failed: {str(error).splitlines()[0][:60]}"
@@ -89,20 +90,27 @@ def training_table(sizes, rounds):
         runs = {system: [] for system in TRAINERS}
         for _ in range(rounds):
             for system in TRAINERS:
-                out = subprocess.run([sys.executable, __file__, "--train-one", system, str(size)],
-                                     capture_output=True, text=True)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--train-one", system, str(size)], capture_output=True, text=True
+                )
                 if out.returncode:
                     sys.exit(out.stderr[-3000:])
                 runs[system].append(json.loads(out.stdout.strip().splitlines()[-1]))
         medians = {
-            system: (statistics.median(r["seconds"] for r in found), statistics.median(r["peak_mb"] for r in found),
-                     found[0]["tokens"])
+            system: (
+                statistics.median(r["seconds"] for r in found),
+                statistics.median(r["peak_mb"] for r in found),
+                found[0]["tokens"],
+            )
             for system, found in runs.items()
         }
         ours = medians["tfsubword"]
         for system, (seconds, peak, tokens) in medians.items():
-            print(f"| {system} | {size} | {seconds:.2f} | {peak:.0f} | {tokens} | {ours[0] / seconds:.2f}x "
-                  f"| {ours[1] / peak:.2f}x |", flush=True)
+            print(
+                f"| {system} | {size} | {seconds:.2f} | {peak:.0f} | {tokens} | {ours[0] / seconds:.2f}x "
+                f"| {ours[1] / peak:.2f}x |",
+                flush=True,
+            )
 
 
 def encoders(directory):
@@ -114,8 +122,9 @@ def encoders(directory):
     from tfsubword import BPELayer
 
     trainer = ByteLevelBPETokenizer()
-    trainer.train([str(WIKITEXT[0])], vocab_size=30000, min_frequency=1, special_tokens=["<|endoftext|>"],
-                  show_progress=False)
+    trainer.train(
+        [str(WIKITEXT[0])], vocab_size=30000, min_frequency=1, special_tokens=["<|endoftext|>"], show_progress=False
+    )
     trainer.save_model(directory)
     vocab, merges = os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt")
     found = {}
@@ -142,8 +151,10 @@ def encoding_tables(rounds, single):
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], rounds)
         one_by_one = measure(found, [[line] for line in lines[:single]], rounds)
     ours = "tfsubword BPELayer"
-    print(f"\nencoding {len(lines)} lines, {megabytes:.2f} MB of wikitext-2 valid, {size}-token vocabulary; "
-          f"{rounds} rounds, medians")
+    print(
+        f"\nencoding {len(lines)} lines, {megabytes:.2f} MB of wikitext-2 valid, {size}-token vocabulary; "
+        f"{rounds} rounds, medians"
+    )
     print("| batch 1024 | MB/s | tfsubword / system |\n|---|---:|---:|")
     for name, seconds in batched.items():
         print(f"| {name} | {megabytes / seconds:.2f} | {seconds / batched[ours]:.2f}x |")

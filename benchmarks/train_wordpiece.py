@@ -54,7 +54,7 @@ def worker(system, size, files, output):
     if system.startswith("tfsubword"):
         import tfsubword.train.counting  # noqa: F401  (loads TensorFlow: an import, not training)
         from tfsubword import train_wordpiece
-        from tfsubword.vocab import write_vocabulary
+        from tfsubword.files.vocab import write_vocabulary
 
         imported = time.perf_counter()
         algorithm = "likelihood" if system.endswith("likelihood") else "score"
@@ -70,8 +70,13 @@ def worker(system, size, files, output):
 
         imported = time.perf_counter()
         tokenizer = tokenizers.BertWordPieceTokenizer(lowercase=True)
-        tokenizer.train([str(f) for f in files], vocab_size=size, special_tokens=SPECIALS, show_progress=False,
-                        min_frequency=1 if system == "hf-min1" else 2)
+        tokenizer.train(
+            [str(f) for f in files],
+            vocab_size=size,
+            special_tokens=SPECIALS,
+            show_progress=False,
+            min_frequency=1 if system == "hf-min1" else 2,
+        )
         tokens = tokenizer.get_vocab_size()
     elif system == "tf-text":
         import tensorflow as tf
@@ -89,7 +94,10 @@ def worker(system, size, files, output):
         imported = time.perf_counter()
         try:
             sentencepiece.SentencePieceTrainer.train(
-                input=",".join(str(f) for f in files), model_prefix=output, model_type="bpe", vocab_size=size,
+                input=",".join(str(f) for f in files),
+                model_prefix=output,
+                model_type="bpe",
+                vocab_size=size,
                 minloglevel=2,
             )
             tokens = size
@@ -102,8 +110,14 @@ def worker(system, size, files, output):
 
 
 def import_only(system):
-    modules = {"tfsubword": "tfsubword.train.counting", "tfsubword-likelihood": "tfsubword.train.counting",
-               "hf": "tokenizers", "hf-min1": "tokenizers", "tf-text": "tensorflow_text", "spm-bpe": "sentencepiece"}
+    modules = {
+        "tfsubword": "tfsubword.train.counting",
+        "tfsubword-likelihood": "tfsubword.train.counting",
+        "hf": "tokenizers",
+        "hf-min1": "tokenizers",
+        "tf-text": "tensorflow_text",
+        "spm-bpe": "sentencepiece",
+    }
     __import__(modules[system])
     print(json.dumps({}))
 
@@ -113,7 +127,7 @@ def quality_worker(size, files, vocabulary_paths):
     import tensorflow as tf
 
     from tfsubword import WordPieceLayer
-    from tfsubword.text import BertNormalizer
+    from tfsubword.text.bert import BertNormalizer
 
     lines = [line.rstrip(b"\n") for path in files for line in open(path, "rb")]
     words = 0
@@ -187,13 +201,18 @@ def main():
             vocabularies = {}
             if not arguments.quality_only:
                 print(f"\n{corpus}: {megabytes:.1f} MB")
-                print("| system | vocab_size | seconds | import s | peak RSS MB | above import MB | tokens | time ratio | memory ratio |")
+                print(
+                    "| system | vocab_size | seconds | import s | peak RSS MB | above import MB | tokens | time ratio "
+                    "| memory ratio |"
+                )
                 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
             for size in arguments.sizes:
                 results = {}
-                for system in (["tfsubword", "tfsubword-likelihood"] if arguments.quality_only else systems):
+                for system in ["tfsubword", "tfsubword-likelihood"] if arguments.quality_only else systems:
                     output = os.path.join(scratch, f"{corpus}-{system}-{size}")
-                    result, peak = run_child(["--worker", system, str(size), output, *map(str, files)], arguments.timeout)
+                    result, peak = run_child(
+                        ["--worker", system, str(size), output, *map(str, files)], arguments.timeout
+                    )
                     results[system] = (result, peak)
                     if system.startswith("tfsubword"):
                         vocabularies[(system, size)] = output
@@ -216,7 +235,7 @@ def main():
 
 def quality(corpus, files, sizes, vocabularies, timeout):
     """Score rule vs likelihood rule at the same vocabulary size."""
-    from tfsubword.vocab import read_vocabulary
+    from tfsubword.files.vocab import read_vocabulary
 
     pairs = {}
     for size in sizes:

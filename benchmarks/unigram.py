@@ -37,9 +37,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-
 from _data import shared_data  # noqa: E402
 from _timing import measure  # noqa: E402
+
 from tfsubword import UnigramLayer  # noqa: E402
 
 DATA = shared_data()
@@ -56,10 +56,16 @@ def models():
 
     trained = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines_of("wikitext2-test.txt")), model_writer=trained, model_type="unigram",
-        vocab_size=7000, minloglevel=2,
+        sentence_iterator=iter(lines_of("wikitext2-test.txt")),
+        model_writer=trained,
+        model_type="unigram",
+        vocab_size=7000,
+        minloglevel=2,
     )
-    return {"shared en-1000": (DATA / "sentencepiece-test-unigram-en-1000.model").read_bytes(), "wikitext 7k": trained.getvalue()}
+    return {
+        "shared en-1000": (DATA / "sentencepiece-test-unigram-en-1000.model").read_bytes(),
+        "wikitext 7k": trained.getvalue(),
+    }
 
 
 def systems(model):
@@ -106,7 +112,7 @@ def floors(model):
     a Viterbi pass position by position costs in a `tf.while_loop`: a bare forward pass over the
     line's distinct words (16 candidate pieces ending at each position, SentencePiece's longest by
     default; no piece lookup, no walk back), one step per character of the longest. That one is no
-    floor for `UnigramLayer` at batch 1, which unrolls the pass there (`Viterbi._unrolled_paths`).
+    floor for `UnigramLayer` at batch 1, which unrolls the pass there (`Lattice.unrolled_paths`).
     The floor of that route: the split, the distinct words, and each of their substrings of up to 16
     characters looked up in a table of the model's pieces, which is what the unrolled pass reads
     before its first step (and where the loop walks a trie instead)."""
@@ -122,16 +128,22 @@ def floors(model):
     return {
         "a tf.function call (one `tf.strings.length`)": lambda texts: call(tf.constant(texts)),
         "a tf.function call with `tf.strings.split`": lambda texts: split(tf.constant(texts)),
-        "the split, its distinct words and a bare forward pass in a `tf.while_loop`": lambda texts: forward(tf.constant(texts)),
-        "the split, its distinct words and their substrings looked up as pieces": lambda texts: lookups(tf.constant(texts)),
-        "the same lookups and a bare forward pass unrolled over 16 positions": lambda texts: unrolled(tf.constant(texts)),
+        "the split, its distinct words and a bare forward pass in a `tf.while_loop`": lambda texts: forward(
+            tf.constant(texts)
+        ),
+        "the split, its distinct words and their substrings looked up as pieces": lambda texts: lookups(
+            tf.constant(texts)
+        ),
+        "the same lookups and a bare forward pass unrolled over 16 positions": lambda texts: unrolled(
+            tf.constant(texts)
+        ),
     }
 
 
 def piece_lookups(texts, table, width=16):
     """The id of each substring of up to `width` characters of each distinct word (with its `▁`),
     -1 if it is no piece: every candidate piece of a Viterbi pass, found with one lookup, as in
-    `Viterbi._unrolled_paths`, but with no grid of scores, no pass and no walk back. Also the
+    `Lattice.unrolled_paths`, but with no grid of scores, no pass and no walk back. Also the
     number of distinct words."""
     words, _ = tf.unique(tf.strings.split(texts).flat_values)
     words = tf.strings.join(["\u2581", words])
@@ -141,13 +153,16 @@ def piece_lookups(texts, table, width=16):
     fits = starts[None, :, None] + tf.range(1, width + 1)[None, None, :] <= lengths[:, None, None]
     where = tf.where(fits)
     substrings = tf.strings.substr(
-        tf.gather(words, where[:, 0]), tf.cast(where[:, 1], tf.int32), tf.cast(where[:, 2], tf.int32) + 1, unit="UTF8_CHAR"
+        tf.gather(words, where[:, 0]),
+        tf.cast(where[:, 1], tf.int32),
+        tf.cast(where[:, 2], tf.int32) + 1,
+        unit="UTF8_CHAR",
     )
     return table.lookup(substrings), tf.size(words)
 
 
 def unrolled_pass(found, columns, steps=16, width=16):
-    """After `piece_lookups`, the pass of `Viterbi._unrolled_paths` over its fewest positions, one
+    """After `piece_lookups`, the pass of `Lattice.unrolled_paths` over its fewest positions, one
     column per distinct word, in its ops (a window of the best scores stacked, the scores of the
     pieces ending there added, the best taken). Every cell scores the first id found (read, so that
     nothing is constant for the graph optimizer to fold away): no grid filled, no walk back."""
@@ -175,7 +190,9 @@ def forward_pass(texts, width=16):
         window = tf.concat([window[1:], tf.reduce_max(candidates, axis=0)[None]], axis=0)
         return t + 1, window, winners.write(t, tf.argmax(candidates, axis=0, output_type=tf.int32))
 
-    looped = tf.while_loop(lambda t, *_: t < steps, lambda *state: step(*step(*state)), (0, window, tf.TensorArray(tf.int32, size=steps)))
+    looped = tf.while_loop(
+        lambda t, *_: t < steps, lambda *state: step(*step(*state)), (0, window, tf.TensorArray(tf.int32, size=steps))
+    )
     return looped[1][-1], looped[2].stack()
 
 
@@ -213,7 +230,10 @@ def train_one(system):
         from tfsubword import train_unigram
 
         vocabulary = train_unigram(
-            files=[str(DATA / "wikitext2-test.txt")], vocab_size=TRAIN_SIZE, normalization="identity", show_progress=False
+            files=[str(DATA / "wikitext2-test.txt")],
+            vocab_size=TRAIN_SIZE,
+            normalization="identity",
+            show_progress=False,
         )
         seconds = time.perf_counter() - start
         tokens = sum(map(len, UnigramLayer(vocabulary)(valid).to_list()))
@@ -221,8 +241,13 @@ def train_one(system):
     else:
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=TRAIN_SIZE,
-            normalization_rule_name="identity", num_threads=2, minloglevel=2,
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            model_type="unigram",
+            vocab_size=TRAIN_SIZE,
+            normalization_rule_name="identity",
+            num_threads=2,
+            minloglevel=2,
         )
         seconds = time.perf_counter() - start
         processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
@@ -246,10 +271,15 @@ def training_table(rounds):
     for system, runs in results.items():
         medians[system] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         m = medians[system]
-        print(f"| {system} | {m['seconds']:.2f} | {m['peak_mb']:.0f} | {m['tokens_per_line']:.2f} | {m['pieces']:.0f} |")
+        print(
+            f"| {system} | {m['seconds']:.2f} | {m['peak_mb']:.0f} | {m['tokens_per_line']:.2f} | {m['pieces']:.0f} |"
+        )
     ours, theirs = medians["tfsubword"], medians["SentencePiece"]
-    print(f"time {ours['seconds'] / theirs['seconds']:.2f}x SentencePiece's, memory {ours['peak_mb'] / theirs['peak_mb']:.2f}x, "
-          f"tokens per line {ours['tokens_per_line'] / theirs['tokens_per_line']:.3f}x")
+    print(
+        f"time {ours['seconds'] / theirs['seconds']:.2f}x SentencePiece's, "
+        f"memory {ours['peak_mb'] / theirs['peak_mb']:.2f}x, "
+        f"tokens per line {ours['tokens_per_line'] / theirs['tokens_per_line']:.3f}x"
+    )
 
 
 def main():
@@ -279,20 +309,30 @@ def main():
         batched = measure(found, [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
         floor = floors(model)
         single = measure({**found, **floor}, [[line] for line in lines[: args.single]], args.rounds)
-        tiny = measure({name: found[name] for name in (OURS, THEIRS) if name in found}, [["a"]] * args.single, args.rounds)
+        tiny = measure(
+            {name: found[name] for name in (OURS, THEIRS) if name in found}, [["a"]] * args.single, args.rounds
+        )
         print(f"\n{model_name}")
         print_rates("batch 1024", batched, megabytes)
         print("\n| batch 1 | ms per line | tfsubword / system |\n|---|---:|---:|")
         for name in found:
             print(f"| {name} | {1000 * single[name] / args.single:.2f} | {single[name] / single[OURS]:.2f}x |")
         if THEIRS in single:
-            print(f"\n| batch 1, floors in core ops and a loop | ms per line | share of {THEIRS}'s time |\n|---|---:|---:|")
+            print(
+                f"\n| batch 1, floors in core ops and a loop | ms per line | share of {THEIRS}'s time |"
+                "\n|---|---:|---:|"
+            )
             for name in floor:
                 print(f"| {name} | {1000 * single[name] / args.single:.3f} | {single[name] / single[THEIRS]:.0%} |")
-            print(f'\n| batch 1, the text "a" | ms per call | share of {THEIRS}\'s time per wikitext line |\n|---|---:|---:|')
+            print(
+                f'\n| batch 1, the text "a" | ms per call | share of {THEIRS}\'s time per wikitext line |'
+                "\n|---|---:|---:|"
+            )
             for name in tiny:
                 print(f"| {name} | {1000 * tiny[name] / args.single:.3f} | {tiny[name] / single[THEIRS]:.0%} |")
-        with_offsets = measure(offsets_systems(model), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds)
+        with_offsets = measure(
+            offsets_systems(model), [lines[i : i + 1024] for i in range(0, len(lines), 1024)], args.rounds
+        )
         print()
         print_rates("tokenize_with_offsets, batch 1024", with_offsets, megabytes)
     japanese_table(args.rounds)

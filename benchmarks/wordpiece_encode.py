@@ -20,10 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["RAYON_NUM_THREADS"] = "1"  # Hugging Face tokenizers: one thread
 
 import tensorflow as tf  # noqa: E402
+from _data import shared_data  # noqa: E402
 
 from tfsubword import WordPieceLayer  # noqa: E402
-
-from _data import shared_data  # noqa: E402
 
 DATA = shared_data()
 VOCAB = DATA / "bert-base-uncased-vocab.txt"
@@ -143,7 +142,7 @@ def measure(lines, rounds, batch_size, found):
 def print_table(batch_size, speeds, latencies):
     ours = speeds["tfsubword tf.function"]
     print(f"\nbatch {batch_size}")
-    print(f"| system | MB/s | ms per line | tfsubword tf.function / system |")
+    print("| system | MB/s | ms per line | tfsubword tf.function / system |")
     print("|---|---:|---:|---:|")
     for name, speed in speeds.items():
         print(f"| {name} | {speed:.2f} | {latencies[name]:.3f} | {ours / speed:.2f}x |")
@@ -157,24 +156,24 @@ def profile(lines, rounds):
     def coarse(texts):
         return normalizer.coarse_split(texts)[0]
 
-    def lookup(texts):
-        words = coarse(texts)
-        return tf.gather(words, tf.reshape(tf.where(layer._whole_words.lookup(words) < 0), [-1]))
-
     def unique(texts):
-        return tf.unique(lookup(texts))[0]
+        return tf.unique(coarse(texts))[0]
+
+    def lookup(texts):
+        words = unique(texts)
+        return tf.gather(words, tf.reshape(tf.where(layer._segmenter.whole_words.lookup(words) < 0), [-1]))
 
     def normalized(texts):
-        return normalizer.normalize_words(unique(texts))
+        return normalizer.normalize_words(lookup(texts))
 
     def segmented(texts):
         words = normalized(texts)
-        return layer._segment(words.flat_values, words.nested_row_splits[1])
+        return layer._segmenter.segment(words.flat_values, words.nested_row_splits[1])
 
     stages = {
         "ASCII lowercase + split": coarse,
+        "+ distinct words": unique,
         "+ whole-word lookup": lookup,
-        "+ unique misses": unique,
         "+ normalize misses": normalized,
         "+ segment misses": segmented,
         "+ assemble (whole layer)": layer.tokenize,
@@ -207,7 +206,9 @@ def main():
     lines = load_lines()
     with open(VOCAB, encoding="utf-8") as file:
         tokens = [line.rstrip("\n") for line in file]
-    print(f"{len(lines)} lines, {sum(len(line.encode()) for line in lines) / 1e6:.2f} MB, {args.rounds} rounds, medians")
+    print(
+        f"{len(lines)} lines, {sum(len(line.encode()) for line in lines) / 1e6:.2f} MB, {args.rounds} rounds, medians"
+    )
     found = systems(tokens)
     print_table(1024, *measure(lines, args.rounds, 1024, found))
     creation = iterator_creation(found["tfsubword tf.data"][0], lines, args.rounds)

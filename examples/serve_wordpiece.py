@@ -16,9 +16,31 @@ from tfsubword import WordPieceLayer
 from tfsubword.demo import compare_served, serve_in_fresh_process
 
 VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]",
-    "the", "a", "movie", "film", "was", "is", "great", "terrible", "not",
-    "bad", "good", "act", "##ing", "##ors", "plot", "!", ".", ",", "##ly", "love", "##d",
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "the",
+    "a",
+    "movie",
+    "film",
+    "was",
+    "is",
+    "great",
+    "terrible",
+    "not",
+    "bad",
+    "good",
+    "act",
+    "##ing",
+    "##ors",
+    "plot",
+    "!",
+    ".",
+    ",",
+    "##ly",
+    "love",
+    "##d",
 ]
 
 

@@ -1,9 +1,48 @@
-"""Shared test helpers: the reference data in ../shared and Google's BERT tokenizer as the oracle."""
+"""Shared test helpers: the two tiers, the reference data in ../shared, Google's BERT tokenizer as the oracle.
+
+Tiers: `pytest` runs the quick tier (unit tests, golden ids, a parity sample per layer, one serving check,
+hypothesis at the "quick" profile's size). `pytest --full` runs everything: also the tests marked
+`full` (whole-corpus parity, every serving and example test, long runs) and hypothesis at the "full"
+profile's size.
+"""
 
 import os
 import pathlib
 
+import hypothesis
 import pytest
+
+hypothesis.settings.register_profile(
+    "quick", max_examples=20, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
+)
+hypothesis.settings.register_profile(
+    "full", max_examples=1000, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run the full suite: whole-corpus parity, every serving and example test, hypothesis at full size",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "full: part of the full suite only (run with --full)")
+    hypothesis.settings.load_profile("full" if config.getoption("--full") else "quick")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without `--full`, the tests marked `full` are deselected (reported as such, not as skipped)."""
+    if config.getoption("--full"):
+        return
+    deselected = [item for item in items if item.get_closest_marker("full")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("full")]
+
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 

@@ -23,15 +23,19 @@ sys.meta_path.insert(0, Block())
 import tensorflow as tf
 
 model = tf.saved_model.load(sys.argv[1])
-texts = tf.constant(json.loads(sys.stdin.read()), tf.string)
-outputs = model.signatures[sys.argv[2]](texts)
+inputs = json.loads(sys.stdin.read())
+if isinstance(inputs, dict):  # named inputs
+    outputs = model.signatures[sys.argv[2]](**{{k: tf.constant(v, tf.string) for k, v in inputs.items()}})
+else:
+    outputs = model.signatures[sys.argv[2]](tf.constant(inputs, tf.string))
 loaded = sorted(name for name in sys.modules if name.split(".")[0] in {blocked!r})
 print(json.dumps({{"outputs": {{k: v.numpy().tolist() for k, v in outputs.items()}}, "loaded": loaded}}))
 """
 
 
 def serve(path, texts, signature="serving_default"):
-    """Call `signature` of the SavedModel at `path` on `texts` in a plain-TensorFlow subprocess."""
+    """Call `signature` of the SavedModel at `path` on `texts` (a list, or a dict of named lists) in a
+    plain-TensorFlow subprocess."""
     result = subprocess.run(
         [sys.executable, "-c", _SERVER.format(blocked=BLOCKED), str(path), signature],
         input=json.dumps(texts),
@@ -55,6 +59,8 @@ def serve_ragged(layer, texts, directory):
 
     module = tf.Module()
     module.layer = layer
-    module.f = tf.function(lambda x: {"ids": layer(x).to_tensor(-1)}, input_signature=[tf.TensorSpec([None], tf.string)])
+    module.f = tf.function(
+        lambda x: {"ids": layer(x).to_tensor(-1)}, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
     tf.saved_model.save(module, str(directory), signatures={"serving_default": module.f})
     return [[i for i in row if i >= 0] for row in serve(directory, texts)["ids"]]

@@ -12,8 +12,8 @@ import tensorflow as tf
 from tests.conftest import nonempty_lines, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import BPELayer, train_bpe
-from tfsubword import byte_level as byte_level_lib
-from tfsubword.bpe import write_merges, write_vocab_json
+from tfsubword.files.vocab import write_merges, write_vocab_json
+from tfsubword.text import byte_level as byte_level_lib
 
 SEED_CORPUS = [
     "This is the Hugging Face Course.",
@@ -29,17 +29,81 @@ def tokenizers_module():
 
 # The seed (002): its 19 merges, its vocabulary and its tokenization, as printed there.
 
+
 def test_seed_example():
     vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
     assert merges == [
-        ("Ġ", "t"), ("i", "s"), ("e", "r"), ("Ġ", "a"), ("Ġt", "o"), ("e", "n"), ("T", "h"), ("Th", "is"),
-        ("o", "u"), ("s", "e"), ("Ġto", "k"), ("Ġtok", "en"), ("n", "d"), ("Ġ", "is"), ("Ġt", "h"),
-        ("Ġth", "e"), ("i", "n"), ("Ġa", "b"), ("Ġtoken", "i"),
+        ("Ġ", "t"),
+        ("i", "s"),
+        ("e", "r"),
+        ("Ġ", "a"),
+        ("Ġt", "o"),
+        ("e", "n"),
+        ("T", "h"),
+        ("Th", "is"),
+        ("o", "u"),
+        ("s", "e"),
+        ("Ġto", "k"),
+        ("Ġtok", "en"),
+        ("n", "d"),
+        ("Ġ", "is"),
+        ("Ġt", "h"),
+        ("Ġth", "e"),
+        ("i", "n"),
+        ("Ġa", "b"),
+        ("Ġtoken", "i"),
     ]
     assert vocabulary == [
-        "<|endoftext|>", ",", ".", "C", "F", "H", "T", "a", "b", "c", "d", "e", "f", "g", "h", "i", "k", "l",
-        "m", "n", "o", "p", "r", "s", "t", "u", "v", "w", "y", "z", "Ġ", "Ġt", "is", "er", "Ġa", "Ġto", "en",
-        "Th", "This", "ou", "se", "Ġtok", "Ġtoken", "nd", "Ġis", "Ġth", "Ġthe", "in", "Ġab", "Ġtokeni",
+        "<|endoftext|>",
+        ",",
+        ".",
+        "C",
+        "F",
+        "H",
+        "T",
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+        "f",
+        "g",
+        "h",
+        "i",
+        "k",
+        "l",
+        "m",
+        "n",
+        "o",
+        "p",
+        "r",
+        "s",
+        "t",
+        "u",
+        "v",
+        "w",
+        "y",
+        "z",
+        "Ġ",
+        "Ġt",
+        "is",
+        "er",
+        "Ġa",
+        "Ġto",
+        "en",
+        "Th",
+        "This",
+        "ou",
+        "se",
+        "Ġtok",
+        "Ġtoken",
+        "nd",
+        "Ġis",
+        "Ġth",
+        "Ġthe",
+        "in",
+        "Ġab",
+        "Ġtokeni",
     ]
     layer = BPELayer(vocabulary, merges, dtype="string")
     tokens = [t.decode("utf-8") for t in layer("This is not a token.").numpy().tolist()]
@@ -55,6 +119,7 @@ def test_seed_word_counts_by_hand():
 
 
 # The textbook algorithm, written plainly: recount every pair after each merge.
+
 
 def textbook_bpe(word_counts, vocab_size, special_tokens):
     alphabet = sorted({char for word in word_counts for char in word})
@@ -96,6 +161,7 @@ def byte_level_counts(lines):
     return counts
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name, lines, size", [("botchan.txt", 300, 700), ("wagahaiwa_nekodearu.txt", 120, 900)])
 def test_textbook_oracle_on_real_text(name, lines, size):
     texts = nonempty_lines(shared_file(name))[:lines]
@@ -104,9 +170,10 @@ def test_textbook_oracle_on_real_text(name, lines, size):
     assert train_bpe(texts, vocab_size=size, show_progress=False) == expected
 
 
-@hypothesis.settings(max_examples=60, deadline=None)
 @hypothesis.given(
-    counts=st.dictionaries(st.text(alphabet="abcab", min_size=1, max_size=9), st.integers(1, 5), min_size=1, max_size=12),
+    counts=st.dictionaries(
+        st.text(alphabet="abcab", min_size=1, max_size=9), st.integers(1, 5), min_size=1, max_size=12
+    ),
     extra=st.integers(0, 30),
 )
 def test_textbook_oracle_on_random_counts(counts, extra):
@@ -121,28 +188,47 @@ def test_textbook_oracle_on_random_counts(counts, extra):
 
 # BPELayer against Hugging Face's ByteLevelBPETokenizer.
 
-@functools.lru_cache(maxsize=None)
-def vocabularies(tmp):
-    """name -> (vocab.json path, merges.txt path): one that Hugging Face trains, one that train_bpe trains."""
+
+def sample_of_every_shared_text():
+    """Every 20th line of every shared text."""
+    lines = [line for path in shared_texts() for line in nonempty_lines(path)][::20]
+    if not lines:
+        pytest.skip("reference data not available")
+    return lines
+
+
+@functools.cache
+def vocabularies(tmp, full):
+    """name -> (vocab.json path, merges.txt path): one that Hugging Face trains, one that train_bpe trains,
+    8,000 tokens on three shared texts (`full`), or 2,000 on a sample of every shared text."""
     tokenizers = tokenizers_module()
-    texts = [str(shared_file(name)) for name in ("wikitext2-test.txt", "botchan.txt", "wagahaiwa_nekodearu.txt")]
+    if full:
+        texts, size = (
+            [str(shared_file(name)) for name in ("wikitext2-test.txt", "botchan.txt", "wagahaiwa_nekodearu.txt")],
+            8000,
+        )
+    else:
+        (tmp / "sample.txt").write_text("\n".join(sample_of_every_shared_text()), encoding="utf-8")
+        texts, size = [str(tmp / "sample.txt")], 2000
     found = {}
     trainer = tokenizers.ByteLevelBPETokenizer()
-    trainer.train(texts, vocab_size=8000, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False)
+    trainer.train(texts, vocab_size=size, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False)
     (tmp / "hf").mkdir()
     trainer.save_model(str(tmp / "hf"))
     found["hf"] = (tmp / "hf" / "vocab.json", tmp / "hf" / "merges.txt")
-    train_bpe(files=texts, vocab_size=8000, output_dir=str(tmp / "ours"), show_progress=False)
+    train_bpe(files=texts, vocab_size=size, output=str(tmp / "ours"), show_progress=False)
     found["ours"] = (tmp / "ours" / "vocab.json", tmp / "ours" / "merges.txt")
     return found
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return vocabularies(tmp_path_factory.mktemp("bpe"))
+def trained(tmp_path_factory, request):
+    """The vocabularies of `vocabularies`: the large ones in the full suite, the small ones otherwise."""
+    full = request.config.getoption("--full")
+    return vocabularies(tmp_path_factory.mktemp("bpe"), full)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def encoders(paths):
     vocab, merges = paths
     layer = BPELayer(str(vocab), str(merges))
@@ -150,6 +236,7 @@ def encoders(paths):
     return encode, tokenizers_module().ByteLevelBPETokenizer(str(vocab), str(merges)), layer
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("which", ["hf", "ours"])
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
 def test_identical_ids_to_hugging_face_on_every_line(trained, which, path):
@@ -159,6 +246,21 @@ def test_identical_ids_to_hugging_face_on_every_line(trained, which, path):
     expected = [encoding.ids for encoding in reference.encode_batch(lines)]
     different = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
     assert len(got) == len(expected) and not different, (len(different), lines[different[0]] if different else "")
+
+
+def test_sample_of_every_shared_text_matches_hugging_face(trained):
+    """Every 20th line of every shared text (in the quick tier, the text the vocabularies learned from)."""
+    lines = sample_of_every_shared_text()
+    for which in ("hf", "ours"):
+        encode, reference, _ = encoders(trained[which])
+        got = encode(tf.constant(lines)).to_list()
+        expected = [encoding.ids for encoding in reference.encode_batch(lines)]
+        different = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
+        assert len(got) == len(expected) and not different, (
+            which,
+            len(different),
+            lines[different[0]] if different else "",
+        )
 
 
 _ALPHABET = st.one_of(
@@ -172,7 +274,6 @@ _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 
 
 @pytest.mark.parametrize("which", ["hf", "ours"])
-@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
 @hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
 def test_random_text_matches_hugging_face(trained, which, texts):
     encode, reference, _ = encoders(trained[which])
@@ -213,7 +314,9 @@ def test_shapes_padding_and_string_output(trained):
     tokens = BPELayer(str(vocab), str(merges), dtype="string")("Hello world").numpy().tolist()
     assert [t.decode("utf-8") for t in tokens] == reference.encode("Hello world").tokens
     assert BPELayer(str(vocab), str(merges))(tf.constant([], tf.string)).to_list() == []
-    assert BPELayer(str(vocab), str(merges))(["", " ", "\n\n"]).to_list() == [e.ids for e in reference.encode_batch(["", " ", "\n\n"])]
+    assert BPELayer(str(vocab), str(merges))(["", " ", "\n\n"]).to_list() == [
+        e.ids for e in reference.encode_batch(["", " ", "\n\n"])
+    ]
 
 
 def test_long_line(trained):
@@ -299,23 +402,7 @@ def test_files_written_load_in_hugging_face(tmp_path):
     assert reference.encode("This is not a token.").tokens == ["This", "Ġis", "Ġ", "n", "o", "t", "Ġa", "Ġtoken", "."]
 
 
-def test_keras_save_load_and_tf_data(tmp_path, trained):
-    vocab, merges = trained["ours"]
-    layer = BPELayer(str(vocab), str(merges), sequence_length=12, name="bpe")
-    model = keras.Sequential([keras.Input(shape=(), dtype="string"), layer])
-    model.save(tmp_path / "model.keras")
-    loaded = keras.models.load_model(tmp_path / "model.keras")
-    texts = tf.constant(["Hello world", "吾輩は猫である"])
-    assert (loaded(texts).numpy() == model(texts).numpy()).all()
-    assert layer.get_config()["vocabulary"] is None and layer.get_config()["merges"] is None
-    ragged = BPELayer(str(vocab), str(merges))
-    lines = nonempty_lines(shared_file("botchan.txt"))[:64]
-    dataset = tf.data.Dataset.from_tensor_slices(lines)
-    single = [row.numpy().tolist() for row in dataset.map(ragged)]
-    batched = [row for batch in dataset.batch(16).map(ragged) for row in batch.to_list()]
-    assert single == batched == ragged(lines).to_list()
-
-
+@pytest.mark.full
 def test_exported_model_serves_from_plain_tensorflow(tmp_path, trained):
     _, reference, _ = encoders(trained["hf"])
     vocab, merges = trained["hf"]

@@ -4,9 +4,12 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
+@pytest.mark.full
 def test_serve_wordpiece_example(tmp_path):
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "serve_wordpiece.py"), str(tmp_path / "model")],
@@ -19,6 +22,7 @@ def test_serve_wordpiece_example(tmp_path):
     assert (tmp_path / "model" / "saved_model.pb").is_file()
 
 
+@pytest.mark.full
 def test_demo_is_the_main_job(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "tfsubword.cli", "demo", "--export-dir", str(tmp_path / "model")],
@@ -32,6 +36,7 @@ def test_demo_is_the_main_job(tmp_path):
     assert (tmp_path / "model" / "saved_model.pb").is_file()
 
 
+@pytest.mark.full
 def test_bert_classifier_example_exports_a_string_signature(tmp_path):
     export = tmp_path / "classifier"
     result = subprocess.run(

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tfsubword import SegmentPacker
@@ -73,7 +73,6 @@ def test_bad_arguments():
 lengths = st.lists(st.lists(st.integers(0, 12), min_size=2, max_size=3), min_size=1, max_size=6)
 
 
-@settings(max_examples=200, deadline=None)
 @given(rows=lengths, budget=st.integers(0, 20), truncate=st.sampled_from(["round_robin", "waterfall"]))
 def test_trimming_matches_tensorflow_text(rows, budget, truncate):
     text = pytest.importorskip("tensorflow_text")
@@ -86,9 +85,9 @@ def test_trimming_matches_tensorflow_text(rows, budget, truncate):
     expected = [segment.row_lengths().numpy() for segment in trimmer.trim(segments)]
     packer = SegmentPacker(budget + segments_count, start_value=None, end_value=SEP, truncate=truncate)
     mask = packer(tuple(segments))
-    got_lengths = np.stack([
-        np.sum(mask["segment_ids"].numpy() == index, axis=1) - 1 for index in range(segments_count)
-    ])
+    got_lengths = np.stack(
+        [np.sum(mask["segment_ids"].numpy() == index, axis=1) - 1 for index in range(segments_count)]
+    )
     # Every segment is followed by one separator or end id: subtract it. Rows shorter than the sequence
     # length leave padding (segment 0), so count only real tokens for the first segment.
     real = mask["padding_mask"].numpy()
@@ -119,6 +118,7 @@ def test_longest_first_rule(lengths, expected):
     assert kept == expected
 
 
+@pytest.mark.full
 def test_packs_unigram_pieces_in_a_served_model(tmp_path):
     """SegmentPacker after UnigramLayer: SentencePiece models get BERT-style inputs too (ALBERT's layout)."""
     import keras

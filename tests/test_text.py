@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import bert_reference, nonempty_lines, shared_texts
-from tfsubword.text import BertNormalizer
+from tfsubword.text.bert import BertNormalizer
 
 
 def reference_words(text, lowercase=True, strip_accents=None, split_on_cjk=True):
@@ -30,7 +30,7 @@ def reference_words(text, lowercase=True, strip_accents=None, split_on_cjk=True)
     return " ".join(words).split()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _traced_words(options):
     return tf.function(BertNormalizer(**dict(options)).words, input_signature=[tf.TensorSpec([None], tf.string)])
 
@@ -102,6 +102,7 @@ OPTIONS = [
 ]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def test_whole_corpus_matches_reference(path, options):
@@ -110,7 +111,9 @@ def test_whole_corpus_matches_reference(path, options):
     for start in range(0, len(lines), 1024):
         got += normalized(lines[start : start + 1024], **options)
     mismatches = [i for i, line in enumerate(lines) if got[i] != reference_words(line, **options)]
-    assert not mismatches, f"{len(lines) - len(mismatches)}/{len(lines)} lines identical; first: {lines[mismatches[0]]!r}"
+    assert not mismatches, (
+        f"{len(lines) - len(mismatches)}/{len(lines)} lines identical; first: {lines[mismatches[0]]!r}"
+    )
 
 
 def test_reference_is_bert_itself_for_bert_options():

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tests.conftest import nonempty_lines, shared_file
 from tfsubword import UnigramLayer, train_unigram
 from tfsubword.train import unigram as learning
+from tfsubword.train.unigram_corpus import Corpus
 
 
 def test_digamma_matches_known_values():
@@ -33,7 +34,7 @@ def _segmentations(word, pieces):
 
 def test_em_step_equals_brute_force_expectation():
     counts = {"▁abab": 3, "▁ab": 2, "▁ba": 1}
-    corpus = learning._Corpus(list(counts), np.array(list(counts.values()), float), character_coverage=1.0)
+    corpus = Corpus(list(counts), np.array(list(counts.values()), float), character_coverage=1.0)
     pieces = ["▁", "a", "b", "ab", "▁a", "ba", "▁ab"]
     scores = np.log(np.array([3.0, 5, 5, 4, 2, 1, 2]) / 22)
     corpus._piece_of_window = {}  # the lattice comes from these pieces only, matched below by hand
@@ -58,12 +59,14 @@ def test_em_step_equals_brute_force_expectation():
                 expected[pieces.index(piece)] += count * weight
     model.em_step()
     kept = expected >= 0.5
-    want = np.where(kept, learning._digamma(np.maximum(expected, 0.5)) - learning._digamma(expected[kept].sum()), -np.inf)
+    want = np.where(
+        kept, learning._digamma(np.maximum(expected, 0.5)) - learning._digamma(expected[kept].sum()), -np.inf
+    )
     assert np.array_equal(model.alive, kept)
     assert np.allclose(model.scores[kept], want[kept], rtol=0, atol=1e-9)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trained(vocab_size=4000):
     path = shared_file("wikitext2-test.txt")
     return train_unigram(files=[str(path)], vocab_size=vocab_size, normalization="identity", show_progress=False)
@@ -85,7 +88,7 @@ def test_model_file_loads_in_sentencepiece_and_both_encode_the_same(tmp_path):
     path = tmp_path / "trained.model"
     lines = nonempty_lines(shared_file("botchan.txt"))
     # A list vocabulary has no character map: both forms agree only with the `identity` rules.
-    vocabulary = train_unigram(lines, vocab_size=1500, model_file=str(path), normalization="identity", show_progress=False)
+    vocabulary = train_unigram(lines, vocab_size=1500, output=str(path), normalization="identity", show_progress=False)
     reference = spm.SentencePieceProcessor(model_file=str(path))
     assert [reference.id_to_piece(i) for i in range(reference.get_piece_size())] == [p for p, _ in vocabulary]
     test_lines = nonempty_lines(shared_file("wikitext2-valid.txt")) + lines[:500]
@@ -99,8 +102,12 @@ def test_tokens_per_line_within_two_percent_of_sentencepiece():
     lines = nonempty_lines(shared_file("wikitext2-test.txt"))
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=4000,
-        normalization_rule_name="identity", minloglevel=2,
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=4000,
+        normalization_rule_name="identity",
+        minloglevel=2,
     )
     valid = nonempty_lines(shared_file("wikitext2-valid.txt"))
     theirs = sum(map(len, spm.SentencePieceProcessor(model_proto=model.getvalue()).encode(valid)))
@@ -109,6 +116,7 @@ def test_tokens_per_line_within_two_percent_of_sentencepiece():
     assert abs(ours / theirs - 1) <= 0.02, (ours / len(valid), theirs / len(valid))
 
 
+@pytest.mark.full
 def test_corpus_forms_agree():
     lines = ["the cat sat on the mat", "the cat ate", "a mat is flat"] * 20
     from_list = train_unigram(lines, vocab_size=20, show_progress=False)
@@ -137,7 +145,7 @@ def test_too_small_a_corpus_warns_and_returns_what_there_is():
         (dict(vocab_size=3), "vocab_size"),
         (dict(vocab_size=100, character_coverage=0), "character_coverage"),
         (dict(vocab_size=100, shrinking_factor=1.0), "shrinking_factor"),
-        (dict(vocab_size=100, max_piece_length=0), "max_piece_length"),
+        (dict(vocab_size=100, max_token_length=0), "max_token_length"),
     ],
 )
 def test_bad_arguments(arguments, message):

@@ -11,9 +11,11 @@ import hypothesis.strategies as st
 import pytest
 
 from tests.conftest import nonempty_lines, shared_file
-from tfsubword import UnigramLayer, darts, normalization_rules, train_unigram
-from tfsubword import sentencepiece_model as spm_model
-from tfsubword.sentencepiece_model import decode_charsmap, encode_charsmap
+from tfsubword import UnigramLayer, train_unigram
+from tfsubword.files import darts
+from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.files.sentencepiece_model import decode_charsmap, encode_charsmap
+from tfsubword.text import normalization_rules
 
 COMPATIBILITY_LINES = [
     "The ﬁrst ﬁsh was ﬁne… ① then ② then ③.",
@@ -27,7 +29,7 @@ def shared_charsmap():
     return spm_model.load(shared_file("sentencepiece-test-unigram-en-1000.model")).normalizer.charsmap
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentencepiece_nmt_nfkc_model():
     """A tiny model from SentencePiece's own trainer, for its default `nmt_nfkc` table."""
     spm = pytest.importorskip("sentencepiece")
@@ -58,7 +60,6 @@ def test_round_trip_by_hand(rules):
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=4)
 
 
-@hypothesis.settings(max_examples=100, deadline=None)
 @hypothesis.given(st.dictionaries(_TEXT.filter(bool), _TEXT, min_size=1, max_size=40))
 def test_round_trip_random(rules):
     assert decode_charsmap(encode_charsmap(rules)) == rules
@@ -83,10 +84,13 @@ def _prefix_search(units, text):
     return found
 
 
-@hypothesis.settings(max_examples=100, deadline=None)
 @hypothesis.given(
-    st.dictionaries(st.binary(min_size=1, max_size=5).filter(lambda key: 0 not in key), st.integers(0, 2**31 - 1),
-                    min_size=1, max_size=60),
+    st.dictionaries(
+        st.binary(min_size=1, max_size=5).filter(lambda key: 0 not in key),
+        st.integers(0, 2**31 - 1),
+        min_size=1,
+        max_size=60,
+    ),
     st.lists(st.binary(max_size=6), max_size=20),
 )
 def test_double_array_prefix_search_finds_exactly_the_keys(pairs, probes):
@@ -169,14 +173,15 @@ def test_rule_sets_by_hand():
 # Trained models.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trained_model(directory, normalization):
     """A model trained on text with compatibility characters; `nmt_nfkc` is not passed: it is the default."""
     lines = nonempty_lines(shared_file("botchan.txt"))[:1000] + COMPATIBILITY_LINES * 30
     path = directory / f"{normalization}.model"
     chosen = {} if normalization == "nmt_nfkc" else {"normalization": normalization}
-    vocabulary = train_unigram(lines, vocab_size=800, model_file=str(path), character_coverage=1.0,
-                               show_progress=False, **chosen)
+    vocabulary = train_unigram(
+        lines, vocab_size=800, output=str(path), character_coverage=1.0, show_progress=False, **chosen
+    )
     return path, vocabulary
 
 
@@ -187,15 +192,24 @@ def model_directory(tmp_path_factory):
 
 EXPECTED_NORMALIZATION = {
     "nmt_nfkc": [
-        ("ﬁsh ﬁ", "▁fish▁fi"), ("① ②", "▁1▁2"), ("ＡＢＣ ｶ", "▁ABC▁カ"), ("wait…", "▁wait..."),
-        ("cafe\u0301", "▁café"), ("a\tb\nc", "▁a▁b▁c"), ("x\u200by", "▁x▁y"), ("bell\x07", "▁bell"),
-        ("～", "▁～"), ("㍿", "▁株式会社"), ("a▁b", "▁a▁b"),
+        ("ﬁsh ﬁ", "▁fish▁fi"),
+        ("① ②", "▁1▁2"),
+        ("ＡＢＣ ｶ", "▁ABC▁カ"),
+        ("wait…", "▁wait..."),
+        ("cafe\u0301", "▁café"),
+        ("a\tb\nc", "▁a▁b▁c"),
+        ("x\u200by", "▁x▁y"),
+        ("bell\x07", "▁bell"),
+        ("～", "▁～"),
+        ("㍿", "▁株式会社"),
+        ("a▁b", "▁a▁b"),
     ],
     "nfkc": [("ﬁsh", "▁fish"), ("①", "▁1"), ("a\tb", "▁a\tb"), ("～", "▁~"), ("bell\x07", "▁bell\x07")],
     "identity": [("ﬁsh ①", "▁ﬁsh▁①"), ("a\tb", "▁a\tb"), ("cafe\u0301", "▁cafe\u0301")],
 }
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("normalization", sorted(EXPECTED_NORMALIZATION))
 def test_trained_model_normalizes_in_sentencepiece_as_expected(model_directory, normalization):
     spm = pytest.importorskip("sentencepiece")
@@ -223,41 +237,54 @@ def test_layer_encodes_as_sentencepiece_with_the_default_normalization(model_dir
     assert UnigramLayer(str(path))(test_lines).to_list() == expected
 
 
-@pytest.mark.parametrize("normalization", ["nmt_nfkc", "nfkc"])
-def test_returned_list_with_its_normalization_encodes_as_the_model_file(model_directory, normalization):
-    """`UnigramLayer(vocabulary, normalization=...)` applies the rules the vocabulary was trained with:
-    the same ids as the `.model` file in SentencePiece, and its own `.model` bytes encode the same."""
+@pytest.mark.parametrize("normalization", ["nmt_nfkc", pytest.param("nfkc", marks=pytest.mark.full)])
+def test_returned_vocabulary_encodes_as_the_model_file(model_directory, normalization):
+    """`UnigramLayer(train_unigram(...))` applies the rules the vocabulary was trained with: the same
+    ids as the `.model` file in SentencePiece, and its own `.model` bytes encode the same. A plain
+    list of its pairs has no rules: with `normalization=` named, it encodes the same too."""
     spm = pytest.importorskip("sentencepiece")
     path, vocabulary = trained_model(model_directory, normalization)
     test_lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:100] + COMPATIBILITY_LINES
     expected = spm.SentencePieceProcessor(model_file=str(path)).encode(test_lines)
-    layer = UnigramLayer(vocabulary, normalization=normalization)
+    layer = UnigramLayer(vocabulary)
     assert layer(test_lines).to_list() == expected
-    assert layer.get_config()["normalization"] == normalization
     rebuilt = spm.SentencePieceProcessor(model_proto=layer.serialized_model())
     assert rebuilt.encode(test_lines) == expected
-    # Without the rules (the default, identity), "ﬁ" and "①" are not folded, and no piece holds them.
-    assert vocabulary[0][0] == "<unk>"
-    assert 0 not in expected[100] and 0 in UnigramLayer(vocabulary)(COMPATIBILITY_LINES[:1]).to_list()[0]
+    assert vocabulary[0][0] == "<unk>" and isinstance(vocabulary, list)
+    named = UnigramLayer(list(vocabulary), normalization=normalization)
+    assert named(test_lines).to_list() == expected
+    assert named.get_config()["normalization"] == normalization
+    # A plain list without rules (identity): "ﬁ" and "①" are not folded, and no piece holds them.
+    assert 0 not in expected[100] and 0 in UnigramLayer(list(vocabulary))(COMPATIBILITY_LINES[:1]).to_list()[0]
+    with pytest.raises(ValueError, match="differs from the vocabulary's own normalizer"):
+        UnigramLayer(vocabulary, normalization="identity")
 
 
 @pytest.mark.parametrize("normalization", ["NFKC", "nfc", "", None])
 def test_bad_normalization_is_an_error(normalization):
     with pytest.raises(ValueError, match="normalization.*'nmt_nfkc', 'nfkc', 'identity'"):
         train_unigram(["some text"], vocab_size=10, normalization=normalization, show_progress=False)
-    with pytest.raises(ValueError, match="normalization.*'nmt_nfkc', 'nfkc', 'identity'"):
-        UnigramLayer([("<unk>", 0.0), ("a", -1.0)], normalization=normalization)
+    if normalization is not None:  # the layer's None: the vocabulary's own rules, identity for a list
+        with pytest.raises(ValueError, match="normalization.*'nmt_nfkc', 'nfkc', 'identity'"):
+            UnigramLayer([("<unk>", 0.0), ("a", -1.0)], normalization=normalization)
 
 
+@pytest.mark.full
 def test_cli_normalization_flag(tmp_path, capsys):
     from tfsubword.cli import main
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(["the ﬁsh sat on the mat", "the cat ate", "a mat is ﬂat"] * 30), encoding="utf-8")
-    for flags, name in ((["--normalization", "identity"], "identity"), (["--normalization", "nfkc"], "nfkc"),
-                        ([], "nmt_nfkc")):
+    for flags, name in (
+        (["--normalization", "identity"], "identity"),
+        (["--normalization", "nfkc"], "nfkc"),
+        ([], "nmt_nfkc"),
+    ):
         output = tmp_path / f"{name}.model"
-        assert main(["train", "unigram", "--vocab-size", "25", "--no-progress", *flags, "-o", str(output), str(corpus)]) == 0
+        assert (
+            main(["train", "unigram", "--vocab-size", "25", "--no-progress", *flags, "-o", str(output), str(corpus)])
+            == 0
+        )
         assert spm_model.load(output).normalizer.name == name
         pieces = [line.split("\t")[0] for line in (tmp_path / f"{name}.vocab").read_text(encoding="utf-8").splitlines()]
         assert ("ﬁ" in pieces) == (name == "identity")

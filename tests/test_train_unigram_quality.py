@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import nonempty_lines, shared_file
 from tfsubword.train import unigram as learning
+from tfsubword.train import unigram_corpus
 
 
 def _word_counts(lines):
@@ -26,16 +27,22 @@ def _sentencepiece_pieces(lines, vocab_size, **options):
     spm = pytest.importorskip("sentencepiece")
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=vocab_size,
-        normalization_rule_name="identity", num_threads=1, minloglevel=2, **options,
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=vocab_size,
+        normalization_rule_name="identity",
+        num_threads=1,
+        minloglevel=2,
+        **options,
     )
     processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
     return [processor.id_to_piece(i) for i in range(3, processor.get_piece_size())]
 
 
 def _seeds(word_counts, character_coverage=0.9995, split_by_script=True):
-    words, counts, line_ends = learning._training_words(word_counts)
-    corpus = learning._Corpus(words, counts, character_coverage, line_ends)
+    words, counts, line_ends = unigram_corpus.training_words(word_counts)
+    corpus = unigram_corpus.Corpus(words, counts, character_coverage, line_ends)
     pieces, scores = corpus.seeds(16, 1_000_000, split_by_script)
     return corpus, dict(zip(pieces, scores))
 
@@ -83,7 +90,7 @@ def test_alphabet_and_pieces_are_what_sentencepiece_allows(corpus):
     # in the synthetic text), which is a node there when it occurs twice, at the end of any line.
     last = "\u2581" + lines[-1].split()[-1]
     assert [piece for piece in theirs if len(piece) > 1 and piece not in seeds and not last.endswith(piece)] == []
-    assert not any(learning._BOUNDARY in piece or "<unk>" in piece for piece in seeds)
+    assert not any(unigram_corpus._BOUNDARY in piece or "<unk>" in piece for piece in seeds)
 
 
 def test_digits_join_punctuation_but_not_letters():
@@ -102,8 +109,11 @@ def test_meta_piece_text_is_never_a_piece_even_across_scripts():
     # a second "<unk>" next to the meta piece. SentencePiece replaces the meta pieces' text by a boundary.
     counts = {"\u2581x<unk>": 50, "\u2581y<unk>": 40, "\u2581<unk>": 30, "\u2581<s>": 20, "\u2581cat": 10}
     theirs = _sentencepiece_pieces(
-        [line for word, n in counts.items() for line in [word[1:]] * n], 40, hard_vocab_limit=False,
-        split_by_unicode_script=False, character_coverage=1.0,
+        [line for word, n in counts.items() for line in [word[1:]] * n],
+        40,
+        hard_vocab_limit=False,
+        split_by_unicode_script=False,
+        character_coverage=1.0,
     )
     pieces = [piece for piece, _ in learning.learn_unigram(counts, 40, split_by_script=False, character_coverage=1.0)]
     assert len(set(pieces)) == len(pieces)
@@ -114,5 +124,5 @@ def test_meta_piece_text_is_never_a_piece_even_across_scripts():
 
 def test_ascii_digits_share_the_punctuation_class():
     codes = np.array([ord(c) for c in "1,a\u2581"], np.int64)
-    classes = learning._scripts(codes)
+    classes = unigram_corpus._scripts(codes)
     assert classes[0] == classes[1] != classes[2] != classes[3]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tfsubword import unicode_data as ud
+from tfsubword.text import unicode_data as ud
 
 
 def elements_of(char, lowercase=True, strip_accents=True, split_on_cjk=True):

@@ -17,9 +17,8 @@ from tests.conftest import SHARED_DATA, nonempty_lines, shared_file, shared_text
 from tests.serving import serve, serve_ragged
 from tfsubword import UnigramLayer
 from tfsubword import graph_ops as ops
-from tfsubword import sentencepiece_model as spm_model
-from tfsubword import unigram
-from tfsubword.unigram import Viterbi
+from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.segment.lattice import Lattice
 
 SHARED_MODEL = "sentencepiece-test-unigram-en-1000.model"
 
@@ -27,22 +26,37 @@ SHARED_MODEL = "sentencepiece-test-unigram-en-1000.model"
 TRAINED = {
     "nmt_nfkc": ("wikitext2-test.txt", dict(vocab_size=4000)),
     "identity": ("botchan.txt", dict(vocab_size=2000, normalization_rule_name="identity")),
-    "nfkc_no_dummy_prefix": ("wikitext2-valid.txt", dict(vocab_size=3000, normalization_rule_name="nfkc",
-                                                         add_dummy_prefix=False)),
+    "nfkc_no_dummy_prefix": (
+        "wikitext2-valid.txt",
+        dict(vocab_size=3000, normalization_rule_name="nfkc", add_dummy_prefix=False),
+    ),
     "rare_characters": ("botchan.txt+wagahaiwa_nekodearu.txt", dict(vocab_size=1500, character_coverage=0.98)),
     "japanese": ("wagahaiwa_nekodearu.txt", dict(vocab_size=4000, character_coverage=0.9995)),
-    "symbols_keep_spaces": ("botchan.txt", dict(vocab_size=1500, user_defined_symbols=["<sep>", "Botchan", "ab"],
-                                                control_symbols=["<cls>"], remove_extra_whitespaces=False)),
-    "byte_fallback": ("botchan.txt+wagahaiwa_nekodearu.txt", dict(vocab_size=1500, character_coverage=0.98,
-                                                                  byte_fallback=True)),
+    "symbols_keep_spaces": (
+        "botchan.txt",
+        dict(
+            vocab_size=1500,
+            user_defined_symbols=["<sep>", "Botchan", "ab"],
+            control_symbols=["<cls>"],
+            remove_extra_whitespaces=False,
+        ),
+    ),
+    "byte_fallback": (
+        "botchan.txt+wagahaiwa_nekodearu.txt",
+        dict(vocab_size=1500, character_coverage=0.98, byte_fallback=True),
+    ),
 }
+
+
+# Random text runs on the shared model in the quick tier, on these trained ones too in the full suite.
+TRAINED_IN_FULL_RANDOM = ("symbols_keep_spaces", "nfkc_no_dummy_prefix", "byte_fallback")
 
 
 def spm_module():
     return pytest.importorskip("sentencepiece")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trained_model(name):
     """The bytes of a model SentencePiece trains on shared text (cached for the session)."""
     spm = spm_module()
@@ -50,20 +64,19 @@ def trained_model(name):
     lines = [line for source in sources.split("+") for line in nonempty_lines(shared_file(source))]
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", num_threads=2,
-        minloglevel=2, **options
+        sentence_iterator=iter(lines), model_writer=model, model_type="unigram", num_threads=2, minloglevel=2, **options
     )
     return model.getvalue()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_bytes(name):
     if name == "shared":
         return shared_file(SHARED_MODEL).read_bytes()
     return trained_model(name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def encoders(name):
     """(UnigramLayer in a tf.function, SentencePieceProcessor) for a model."""
     data = model_bytes(name)
@@ -83,7 +96,7 @@ def differences(name, texts, batch=512):
     return different
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def offsets_encoder(name):
     """`UnigramLayer.tokenize_with_offsets` in a tf.function, giving (id, begin, end) per piece."""
     layer = UnigramLayer(model_bytes(name))
@@ -99,7 +112,10 @@ def offsets_encoder(name):
 def reference_spans(name, texts):
     """SentencePiece's (id, begin, end) of each piece (bytes offsets into the UTF-8 text)."""
     reference = encoders(name)[1]
-    return [[(piece.id, piece.begin, piece.end) for piece in text.pieces] for text in reference.encode(texts, return_type="proto")]
+    return [
+        [(piece.id, piece.begin, piece.end) for piece in text.pieces]
+        for text in reference.encode(texts, return_type="proto")
+    ]
 
 
 def offset_differences(name, texts, batch=512):
@@ -111,6 +127,17 @@ def offset_differences(name, texts, batch=512):
     return different
 
 
+@pytest.mark.parametrize("compare", [differences, offset_differences], ids=["ids", "offsets"])
+def test_sample_of_every_shared_text_matches_sentencepiece(compare):
+    """The quick tier's parity sample: every 20th line of every shared text, the shared model."""
+    lines = [line for path in shared_texts() for line in nonempty_lines(path)][::20]
+    if not lines:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    different = compare("shared", lines)
+    assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
+
+
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["shared"] + list(TRAINED))
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
 @pytest.mark.parametrize("compare", [differences, offset_differences], ids=["ids", "offsets"])
@@ -122,10 +149,11 @@ def test_identical_to_sentencepiece_on_every_line(model, path, compare):
     assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["shared", "rare_characters", "symbols_keep_spaces", "byte_fallback"])
 @pytest.mark.parametrize("compare", [differences, offset_differences], ids=["ids", "offsets"])
 def test_one_line_at_a_time_matches_sentencepiece(model, compare):
-    """Batch 1, where the words of a line take `Viterbi._unrolled_paths` instead of the loop: every
+    """Batch 1, where the words of a line take `Lattice.unrolled_paths` instead of the loop: every
     13th line of every shared text, one call each."""
     lines = [line for path in shared_texts() for line in nonempty_lines(path)][::13]
     if not lines:
@@ -134,16 +162,17 @@ def test_one_line_at_a_time_matches_sentencepiece(model, compare):
     assert not different, f"{len(lines) - len(different)}/{len(lines)} lines identical; first: {different[0]!r}"
 
 
+@pytest.mark.full
 def test_batch_one_takes_the_unrolled_viterbi(monkeypatch):
     """The words of one line go through `_unrolled_paths`; those of a large batch through the loop."""
     calls = tf.Variable(0)
-    unrolled = Viterbi._unrolled_paths
+    unrolled = Lattice.unrolled_paths
 
     def counted(self, *args):
         with tf.control_dependencies([calls.assign_add(1)]):
             return {key: tf.identity(value) for key, value in unrolled(self, *args).items()}
 
-    monkeypatch.setattr(Viterbi, "_unrolled_paths", counted)
+    monkeypatch.setattr(Lattice, "unrolled_paths", counted)
     encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
     encode(tf.constant(["The quick brown fox jumps over the lazy dog."]))
     assert calls.numpy() == 1
@@ -167,18 +196,21 @@ def _engine_rows(model):
     return data, rows
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["shared", "nmt_nfkc", "rare_characters", "japanese", "byte_fallback", "near_ties"])
 def test_unrolled_viterbi_equals_the_loop(model):
-    """`Viterbi._unrolled_paths` (few short rows: batch 1) against the Viterbi loop: the same pieces,
+    """`Lattice.unrolled_paths` (few short rows: batch 1) against the Viterbi loop: the same pieces,
     best scores and gaps to the runner-up, to the bit, on every distinct word of every shared text,
     and on words of a vocabulary full of near ties."""
     data, rows = _engine_rows(model)
     if len(rows) < 100:
         pytest.skip(f"reference data not available: {SHARED_DATA}")
-    viterbi = UnigramLayer(data)._viterbi
+    lattice = UnigramLayer(data)._viterbi.lattice
     signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
-    unrolled = tf.function(lambda values, splits: viterbi._unrolled_paths(values, splits, 32), input_signature=signature)
-    looped = tf.function(lambda values, splits: viterbi._best_paths(values, splits, tf.float64, gaps=True), input_signature=signature)
+    unrolled = tf.function(lambda values, splits: lattice.unrolled_paths(values, splits, 32), input_signature=signature)
+    looped = tf.function(
+        lambda values, splits: lattice.best_paths(values, splits, tf.float64, gaps=True), input_signature=signature
+    )
     for start in range(0, len(rows), 1000):
         values, splits = ops.decode_utf8(tf.constant(rows[start : start + 1000]))
         got, expected = unrolled(values, splits), looped(values, splits)
@@ -186,48 +218,7 @@ def test_unrolled_viterbi_equals_the_loop(model):
             np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, rows {start}-")
 
 
-@pytest.mark.parametrize("model", ["shared", "japanese", "near_ties"])
-def test_viterbi_in_halves_equals_one_pass(model, monkeypatch):
-    """Many distinct words are segmented in two halves at once (`Viterbi._word_paths`): the same
-    pieces, best scores and gaps as one pass of the loop, to the bit, also when one long row holds
-    more than half of the characters (the second half is then empty) or starts the rows. (From
-    fewer rows than in a real batch, to keep the long row short.)"""
-    monkeypatch.setattr(unigram, "_HALVES_FROM", 500)
-    data, rows = _engine_rows(model)
-    if len(rows) < 100:
-        pytest.skip(f"reference data not available: {SHARED_DATA}")
-    viterbi = UnigramLayer(data)._viterbi
-    signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
-    halves = tf.function(viterbi._word_paths, input_signature=signature)
-    whole = tf.function(lambda values, splits: viterbi._best_paths(values, splits, tf.float64, gaps=True), input_signature=signature)
-    few = rows[: unigram._HALVES_FROM]
-    long_row = "\u2581" + "".join(few).replace("\u2581", "") * 2  # more characters than all of `few`
-    batches = [rows[start : start + 3000] for start in range(0, len(rows), 3000)] + [few + [long_row], [long_row] + few]
-    for number, batch in enumerate(batches):
-        values, splits = ops.decode_utf8(tf.constant(batch))
-        got, expected = halves(values, splits), whole(values, splits)
-        for key in ("rows", "piece", "total", "gap"):
-            np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, batch {number}")
-
-
-def test_batch_of_many_words_takes_the_halves(monkeypatch):
-    """The parity tests' batches of 512 lines go through `_word_paths`' two halves."""
-    calls = tf.Variable(0)
-    best_paths = Viterbi._best_paths
-
-    def counted(self, code_points, splits, dtype, **kwargs):
-        with tf.control_dependencies([calls.assign_add(1 if dtype == tf.float64 else 0)]):
-            return {key: tf.identity(value) for key, value in best_paths(self, code_points, splits, dtype, **kwargs).items()}
-
-    monkeypatch.setattr(Viterbi, "_best_paths", counted)
-    lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:512]
-    if not lines:
-        pytest.skip(f"reference data not available: {SHARED_DATA}")
-    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
-    encode(tf.constant(lines))
-    assert calls.numpy() == 2  # in double precision; near-tie words are redone in single precision
-
-
+@pytest.mark.full
 def test_trained_models_exercise_what_they_claim():
     """The test models really contain what they are meant to test."""
     unknown = encoders("rare_characters")[1].unk_id()
@@ -259,8 +250,9 @@ _ALPHABET = st.one_of(
 _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 
 
-@pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "nfkc_no_dummy_prefix", "byte_fallback"])
-@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@pytest.mark.parametrize(
+    "model", ["shared", *(pytest.param(m, marks=pytest.mark.full) for m in TRAINED_IN_FULL_RANDOM)]
+)
 @hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
 def test_random_text_matches_sentencepiece(model, texts):
     different = differences(model, texts)
@@ -269,11 +261,14 @@ def test_random_text_matches_sentencepiece(model, texts):
     assert not different, different[0]
 
 
-_BYTES = st.lists(st.one_of(st.binary(max_size=3), st.sampled_from([b"\xef\xbf\xbd", b" ", b"ab", b"\xe2\x82"])), max_size=10)
+_BYTES = st.lists(
+    st.one_of(st.binary(max_size=3), st.sampled_from([b"\xef\xbf\xbd", b" ", b"ab", b"\xe2\x82"])), max_size=10
+)
 
 
-@pytest.mark.parametrize("model", ["shared", "nmt_nfkc", "byte_fallback"])
-@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@pytest.mark.parametrize(
+    "model", ["shared", *(pytest.param(m, marks=pytest.mark.full) for m in ("nmt_nfkc", "byte_fallback"))]
+)
 @hypothesis.given(data=st.lists(st.one_of(st.binary(max_size=24), _BYTES.map(b"".join)), min_size=1, max_size=16))
 # Found by hypothesis in CI: a rule ("a" + U+0300 -> "à") after an invalid byte, which stopped the
 # rewriting path: the rest of the line was lost.
@@ -328,9 +323,13 @@ def test_invalid_utf8_by_hand():
         assert encode(tf.constant([text])).to_list()[0] == reference.encode(text)
     # Under nmt_nfkc the character U+FFFD is a space, and an invalid byte stays U+FFFD (unknown here).
     encode, reference = encoders("nmt_nfkc")
-    pieces = [[reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list()]
+    pieces = [
+        [reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list()
+    ]
     assert pieces[0][:2] == ["\u2581", "<unk>"] and "".join(pieces[1]) == "\u2581ab"
-    assert encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list() == reference.encode([b"\xffab", b"\xef\xbf\xbdab"])
+    assert encode(tf.constant([b"\xffab", b"\xef\xbf\xbdab"])).to_list() == reference.encode(
+        [b"\xffab", b"\xef\xbf\xbdab"]
+    )
 
 
 def test_worked_example_by_hand():
@@ -366,8 +365,17 @@ def test_pieces_across_words_and_exact_ties_match_sentencepiece():
     """A piece holding "▁" inside makes words inseparable (whole lines are segmented); equal pieces in
     another order ("....." as "." + "...." or "...." + ".") tie exactly, and lines with such ties are
     segmented exactly too."""
-    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1),
-              ("a▁b", -4.0, 1), ("▁a", -2.5, 1), (".", -1.5, 1), ("....", -3.0, 1), ("..", -2.75, 1)]
+    pieces = [
+        ("<unk>", 0.0, spm_model.UNKNOWN),
+        ("▁", -2.0, 1),
+        ("a", -3.0, 1),
+        ("b", -3.0, 1),
+        ("a▁b", -4.0, 1),
+        ("▁a", -2.5, 1),
+        (".", -1.5, 1),
+        ("....", -3.0, 1),
+        ("..", -2.75, 1),
+    ]
     for inside in (True, False):
         chosen = [p for p in pieces if inside or p[0] != "a▁b"]
         data = spm_model.serialize(chosen, spm_model.Normalizer(name="identity"))
@@ -380,8 +388,16 @@ def test_long_words_are_cut_where_no_piece_crosses():
     """Words of more than 64 bytes (text without spaces) are segmented in parts, cut between each two
     characters that no piece holds side by side (here, those next to "." or the unknown "x", which no
     piece of two or more characters holds): every path passes there, as through word starts."""
-    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1), ("ab", -2.0, 1),
-              ("▁ab", -2.5, 1), (".", -1.5, 1), ("ba", -2.5, 1)]
+    pieces = [
+        ("<unk>", 0.0, spm_model.UNKNOWN),
+        ("▁", -2.0, 1),
+        ("a", -3.0, 1),
+        ("b", -3.0, 1),
+        ("ab", -2.0, 1),
+        ("▁ab", -2.5, 1),
+        (".", -1.5, 1),
+        ("ba", -2.5, 1),
+    ]
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     layer = UnigramLayer(data)
     # By hand: "▁ab.ab." is "▁ab", ".", "ab", "." (a, b and ▁ are in longer pieces, "." is not).
@@ -399,8 +415,18 @@ def test_long_words_are_cut_where_no_piece_crosses():
 def test_long_words_are_cut_between_characters_no_piece_holds_side_by_side():
     """Every character here is in a piece of two characters or more (where the rule was once "cut
     next to a character in none"), but "da", "ad" and "db" are in no piece: no piece crosses there."""
-    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("▁", -2.0, 1), ("a", -3.0, 1), ("b", -3.0, 1), ("c", -3.0, 1),
-              ("d", -3.0, 1), ("ab", -2.0, 1), ("cd", -2.0, 1), ("▁ab", -2.5, 1), ("bcd", -6.5, 1)]
+    pieces = [
+        ("<unk>", 0.0, spm_model.UNKNOWN),
+        ("▁", -2.0, 1),
+        ("a", -3.0, 1),
+        ("b", -3.0, 1),
+        ("c", -3.0, 1),
+        ("d", -3.0, 1),
+        ("ab", -2.0, 1),
+        ("cd", -2.0, 1),
+        ("▁ab", -2.5, 1),
+        ("bcd", -6.5, 1),
+    ]
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     layer = UnigramLayer(data)
     # By hand: "▁abcdadb" is cut before its last "a", "d" and "b" ("▁a", "ab", "bc" and "cd" are in pieces).
@@ -411,12 +437,20 @@ def test_long_words_are_cut_between_characters_no_piece_holds_side_by_side():
     assert occurrences.numpy().tolist() == [0, 1, 2, 3, 4, 0, 1, 2, 3]
     assert splits.numpy().tolist() == [0, 9] and lines.numpy().tolist() == [0] * 9
     reference = spm_module().SentencePieceProcessor(model_proto=data)
-    texts = ["abcdab" * 12, "cdab" * 20 + " ab", "abcd" * 10 + "x" + "dcba" * 10, "bcda" * 20, "ab" * 40 + "xx" + "cd" * 30]
+    texts = [
+        "abcdab" * 12,
+        "cdab" * 20 + " ab",
+        "abcd" * 10 + "x" + "dcba" * 10,
+        "bcda" * 20,
+        "ab" * 40 + "xx" + "cd" * 30,
+    ]
     assert UnigramLayer(data)(texts).to_list() == reference.encode(texts)
     # No piece of two characters at all: a cut between every two.
     single = spm_model.serialize(pieces[:6], spm_model.Normalizer(name="identity"))
     texts = ["abcd" * 20, "ab" * 40 + "x" + "dc" * 40 + " ba"]
-    assert UnigramLayer(single)(texts).to_list() == spm_module().SentencePieceProcessor(model_proto=single).encode(texts)
+    assert UnigramLayer(single)(texts).to_list() == spm_module().SentencePieceProcessor(model_proto=single).encode(
+        texts
+    )
 
 
 def test_serialized_model_loads_in_sentencepiece():
@@ -426,6 +460,7 @@ def test_serialized_model_loads_in_sentencepiece():
         assert layer(text).numpy().tolist() == reference.encode(text)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["shared", "nfkc_no_dummy_prefix", "symbols_keep_spaces"])
 def test_detokenize_matches_sentencepiece_decode(model):
     """Encoded lines, and random ids (control and unknown pieces, lone "▁" pieces first and so on)."""
@@ -434,7 +469,10 @@ def test_detokenize_matches_sentencepiece_decode(model):
     lines = nonempty_lines(shared_file("wikitext2-test.txt"))[:300] + ["Ünïcödé ☃ text", "a  b"]
     rng = random.Random(3)
     space = reference.piece_to_id("\u2581")
-    rows = [[rng.choice([space, 0, 1, 2, rng.randrange(reference.get_piece_size())]) for _ in range(rng.randint(0, 6))] for _ in range(300)]
+    rows = [
+        [rng.choice([space, 0, 1, 2, rng.randrange(reference.get_piece_size())]) for _ in range(rng.randint(0, 6))]
+        for _ in range(300)
+    ]
     rows += layer(lines).to_list()
     decoded = [t.decode("utf-8") for t in layer.detokenize(tf.ragged.constant(rows, dtype=tf.int32)).numpy().tolist()]
     assert decoded == [reference.decode(row) for row in rows]
@@ -450,10 +488,15 @@ def test_byte_fallback_by_hand():
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"), byte_fallback=True)
     byte = {b: 3 + b for b in range(256)}
     layer = UnigramLayer(data)
-    assert layer(["a\u00e9", "\u00e9\u00e9"]).to_list() == [[1, 2, byte[0xC3], byte[0xA9]], [1] + [byte[0xC3], byte[0xA9]] * 2]
+    assert layer(["a\u00e9", "\u00e9\u00e9"]).to_list() == [
+        [1, 2, byte[0xC3], byte[0xA9]],
+        [1] + [byte[0xC3], byte[0xA9]] * 2,
+    ]
     ids, starts, ends = layer.tokenize_with_offsets("a\u00e9")
     assert list(zip(starts.numpy().tolist(), ends.numpy().tolist())) == [(0, 0), (0, 1), (1, 1), (1, 3)]
-    assert layer.detokenize(tf.ragged.constant([[1, 2, byte[0xC3], byte[0xA9]], [2, byte[0xC3], 2]])).numpy().tolist() == ["a\u00e9".encode(), "a\ufffda".encode()]
+    assert layer.detokenize(
+        tf.ragged.constant([[1, 2, byte[0xC3], byte[0xA9]], [2, byte[0xC3], 2]])
+    ).numpy().tolist() == ["a\u00e9".encode(), "a\ufffda".encode()]
     reference = spm_module().SentencePieceProcessor(model_proto=data)
     assert reference.encode(["a\u00e9", "\u00e9\u00e9"]) == layer(["a\u00e9", "\u00e9\u00e9"]).to_list()
     assert reference.decode([2, byte[0xC3], 2]) == "a\ufffda"
@@ -465,9 +508,14 @@ def test_detokenize_byte_pieces_matches_sentencepiece_decode():
     reference = encoders("byte_fallback")[1]
     bytes_ids = [reference.piece_to_id(f"<0x{b:02X}>") for b in range(256)]
     rng = random.Random(5)
-    rows = [[rng.choice(bytes_ids if rng.random() < 0.6 else range(260, 1500)) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    rows = [
+        [rng.choice(bytes_ids if rng.random() < 0.6 else range(260, 1500)) for _ in range(rng.randint(0, 12))]
+        for _ in range(300)
+    ]
     rows += reference.encode(nonempty_lines(shared_file("wagahaiwa_nekodearu.txt"))[:100])
-    decoded = [text.decode("utf-8") for text in layer.detokenize(tf.ragged.constant(rows, dtype=tf.int32)).numpy().tolist()]
+    decoded = [
+        text.decode("utf-8") for text in layer.detokenize(tf.ragged.constant(rows, dtype=tf.int32)).numpy().tolist()
+    ]
     assert decoded == [reference.decode(row) for row in rows]
 
 
@@ -508,7 +556,9 @@ def test_offsets_by_hand():
     assert starts.to_list() == [[0], [0, 0, 1, 5]] and ends.to_list() == [[5], [0, 1, 5, 6]]
     # Texts without pieces, alone in a batch.
     for texts in ([""], ["", "   "], tf.constant([], tf.string)):
-        assert [r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts))] == [[[]] * len(texts)] * 3
+        assert [r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts))] == [
+            [[]] * len(texts)
+        ] * 3
 
 
 def test_offsets_where_a_word_space_is_unknown():
@@ -519,7 +569,10 @@ def test_offsets_where_a_word_space_is_unknown():
     layer = UnigramLayer(vocab, normalization="nmt_nfkc")
     reference = spm_module().SentencePieceProcessor(model_proto=layer.serialized_model())
     texts = ["the  het", "  het the ", "x the", "\uff54he tt", "", "   ", "eh  \u2603 \u2603", "the"]
-    expected = [[(piece.id, piece.begin, piece.end) for piece in text.pieces] for text in reference.encode(texts, return_type="proto")]
+    expected = [
+        [(piece.id, piece.begin, piece.end) for piece in text.pieces]
+        for text in reference.encode(texts, return_type="proto")
+    ]
     assert expected[0][1][0] == expected[2][0][0] == 0  # "▁" of "▁het", "▁x": unknown
     ids, starts, ends = tf.function(layer.tokenize_with_offsets)(tf.constant(texts))
     assert [list(zip(*row)) for row in zip(ids.to_list(), starts.to_list(), ends.to_list())] == expected
@@ -541,8 +594,11 @@ def test_bad_models_raise_value_error(tmp_path):
     spm = spm_module()
     bpe = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(nonempty_lines(shared_file("botchan.txt"))[:500]), model_writer=bpe,
-        model_type="bpe", vocab_size=300, minloglevel=2,
+        sentence_iterator=iter(nonempty_lines(shared_file("botchan.txt"))[:500]),
+        model_writer=bpe,
+        model_type="bpe",
+        vocab_size=300,
+        minloglevel=2,
     )
     with pytest.raises(ValueError, match="type 'bpe'"):
         UnigramLayer(bpe.getvalue())
@@ -558,7 +614,10 @@ def test_bad_models_raise_value_error(tmp_path):
         UnigramLayer([("<unk>", 0.0), ("a", float("nan"))])
     with pytest.raises(ValueError, match="not finite"):
         UnigramLayer([("<unk>", 0.0), ("a", 1e39)])  # finite in double, not in single precision
-    infinite = spm_model.serialize([("<unk>", 0.0, spm_model.UNKNOWN), ("a", float("-inf"), spm_model.NORMAL)], spm_model.Normalizer(name="identity"))
+    infinite = spm_model.serialize(
+        [("<unk>", 0.0, spm_model.UNKNOWN), ("a", float("-inf"), spm_model.NORMAL)],
+        spm_model.Normalizer(name="identity"),
+    )
     with pytest.raises(ValueError, match="not finite"):
         UnigramLayer(infinite)
     with pytest.raises(ValueError, match="twice"):
@@ -571,34 +630,18 @@ def test_bad_models_raise_value_error(tmp_path):
     with pytest.raises(ValueError, match="NUL"):
         UnigramLayer([("<unk>", 0.0), ("a\0b", -1.0)])
     # Byte pieces: all 256 with byte fallback, none without (SentencePiece refuses both too).
-    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("a", -1.0, spm_model.NORMAL)] + [(f"<0x{b:02X}>", 0.0, spm_model.BYTE) for b in range(256)]
+    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("a", -1.0, spm_model.NORMAL)] + [
+        (f"<0x{b:02X}>", 0.0, spm_model.BYTE) for b in range(256)
+    ]
     with pytest.raises(ValueError, match="lacks 1, '<0x41>'"):
-        UnigramLayer(spm_model.serialize(pieces[:2 + 0x41] + pieces[3 + 0x41 :], spm_model.Normalizer(), byte_fallback=True))
+        UnigramLayer(
+            spm_model.serialize(pieces[: 2 + 0x41] + pieces[3 + 0x41 :], spm_model.Normalizer(), byte_fallback=True)
+        )
     with pytest.raises(ValueError, match="not `byte_fallback`"):
         UnigramLayer(spm_model.serialize(pieces, spm_model.Normalizer()))
 
 
-def test_keras_save_load_and_config(tmp_path):
-    layer = UnigramLayer(model_bytes("shared"), sequence_length=8, name="pieces")
-    model = keras.Sequential([keras.Input(shape=(), dtype="string"), layer])
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    texts = tf.constant(["Hello world", "The Ｆｕｌｌ width"])
-    assert (loaded(texts).numpy() == model(texts).numpy()).all()
-    config = layer.get_config()
-    assert config["vocabulary"] is None and config["sequence_length"] == 8
-
-
-def test_tf_data_single_and_batched():
-    layer = UnigramLayer(model_bytes("shared"))
-    lines = nonempty_lines(shared_file("botchan.txt"))[:64]
-    dataset = tf.data.Dataset.from_tensor_slices(lines)
-    single = [row.numpy().tolist() for row in dataset.map(layer)]
-    batched = [row for batch in dataset.batch(16).map(layer) for row in batch.to_list()]
-    assert single == batched == layer(lines).to_list()
-
-
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["shared", "symbols_keep_spaces", "byte_fallback"])
 def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
     texts = ["Hello world!", "Ｆｕｌｌ-width ﬁ <sep> Botchan", "", "\xff bad", "吾輩は猫である"]
@@ -613,6 +656,7 @@ def test_exported_model_serves_from_plain_tensorflow(tmp_path, model):
     assert serve_ragged(UnigramLayer(model_bytes(model)), texts, tmp_path / "module") == expected
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("model", ["nmt_nfkc", "byte_fallback"])
 def test_offsets_serve_from_plain_tensorflow(tmp_path, model):
     texts = ["Hello  world!", "Ｆｕｌｌ-width ﬁ  ", "", "\xff bad", "吾輩は猫である 麤"]
@@ -622,7 +666,10 @@ def test_offsets_serve_from_plain_tensorflow(tmp_path, model):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def offsets(texts):
-        return {name: values.to_tensor(-1) for name, values in zip(["ids", "starts", "ends"], layer.tokenize_with_offsets(texts))}
+        return {
+            name: values.to_tensor(-1)
+            for name, values in zip(["ids", "starts", "ends"], layer.tokenize_with_offsets(texts))
+        }
 
     module.offsets = offsets
     tf.saved_model.save(module, str(tmp_path / "module"), signatures={"serving_default": offsets})
@@ -650,10 +697,14 @@ def _double_precision_viterbi(text, scores):
 def _near_tie_pieces(rng, nearly_one=1.0000001):
     """Pieces over "a", "b" and "▁" whose scores, built from a few values (one of them a factor
     `nearly_one`), make many segmentations nearly tie."""
-    alphabet_pieces = ["\u2581", "a", "b"] + ["".join(p) for n in range(2, 5) for p in itertools.product("ab", repeat=n)]
+    alphabet_pieces = ["\u2581", "a", "b"] + [
+        "".join(p) for n in range(2, 5) for p in itertools.product("ab", repeat=n)
+    ]
     alphabet_pieces += ["\u2581" + p for p in alphabet_pieces[1:6]]
-    scores = [float(np.float32(rng.choice([-1, -2, -3, -4]) * rng.choice([1.0, 1.5, 1.25, nearly_one])))
-              for _ in alphabet_pieces]
+    scores = [
+        float(np.float32(rng.choice([-1, -2, -3, -4]) * rng.choice([1.0, 1.5, 1.25, nearly_one])))
+        for _ in alphabet_pieces
+    ]
     return [(p, s, spm_model.NORMAL) for p, s in zip(alphabet_pieces, scores)]
 
 
@@ -662,16 +713,26 @@ def test_user_defined_pieces_score_a_tenth_per_extra_byte():
     it usually wins but not always. By hand, for "▁abb" (▁ -1, b -1, abb -0.95, user-defined ab 0.1):
     ▁ ab b = -1.9 beats ▁ abb = -1.95 and ▁ab b = -1.95; for "▁ab", ▁ab = -0.95 loses to ▁ ab = -0.9;
     for "▁ßab" the user-defined ßab (4 bytes, 0.3) beats ß ab (-0.5 + 0.1)."""
-    pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("ab", 0.0, spm_model.USER_DEFINED), ("\u00dfab", 0.0, spm_model.USER_DEFINED)]
-    pieces += [(p, s, spm_model.NORMAL) for p, s in [("a", -1.0), ("b", -1.0), ("\u2581", -1.0), ("\u2581ab", -0.95), ("abb", -0.95), ("\u00df", -0.5)]]
+    pieces = [
+        ("<unk>", 0.0, spm_model.UNKNOWN),
+        ("ab", 0.0, spm_model.USER_DEFINED),
+        ("\u00dfab", 0.0, spm_model.USER_DEFINED),
+    ]
+    pieces += [
+        (p, s, spm_model.NORMAL)
+        for p, s in [("a", -1.0), ("b", -1.0), ("\u2581", -1.0), ("\u2581ab", -0.95), ("abb", -0.95), ("\u00df", -0.5)]
+    ]
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     ids = {piece: i for i, (piece, _, _) in enumerate(pieces)}
     expected = [["\u2581", "ab", "b"], ["\u2581", "ab"], ["\u2581", "\u00dfab"]]
     texts = ["abb", "ab", "\u00dfab"]
     assert UnigramLayer(data)(texts).to_list() == [[ids[p] for p in row] for row in expected]
-    assert spm_module().SentencePieceProcessor(model_proto=data).encode(texts) == [[ids[p] for p in row] for row in expected]
+    assert spm_module().SentencePieceProcessor(model_proto=data).encode(texts) == [
+        [ids[p] for p in row] for row in expected
+    ]
 
 
+@pytest.mark.full
 def test_single_precision_rule_on_near_ties():
     """Scores built from a few values make many segmentations nearly tie; SentencePiece's single-precision
     sums decide them, and UnigramLayer must decide them the same way. The test also checks that the
@@ -701,6 +762,7 @@ def test_single_precision_rule_on_near_ties():
         (1.003, -100.0, True),
     ],
 )
+@pytest.mark.full
 def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, filler_score, whole_lines):
     """Near-tie words (one to four) among many ordinary words: SentencePiece decides each in single
     precision from the score of the line before it, which UnigramLayer sums the same way, segmenting
@@ -712,12 +774,15 @@ def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, fille
     own magnitude fails this case). With 1.003 and a line score in the hundreds of thousands,
     SentencePiece restarts its scores from 0 each time they pass 100,000 in magnitude, so the word
     is decided at a much finer ulp than the line's score would give (without the restart, 6 of the
-    160 lines of an earlier version of this test differed). With `whole_lines`, a piece that never matches holds a space symbol
-    inside, so UnigramLayer segments every line whole instead of word by word."""
+    160 lines of an earlier version of this test differed). With `whole_lines`, a piece that never
+    matches holds a space symbol inside, so UnigramLayer segments every line whole instead of word by
+    word."""
     rng = random.Random(11)
     differ_from_alone = 0  # near-tie words that SentencePiece segments otherwise alone
     for _ in range(4):
-        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", filler_score, spm_model.NORMAL)] + _near_tie_pieces(rng, nearly_one)
+        pieces = [("<unk>", 0.0, spm_model.UNKNOWN), ("\u2581xyz", filler_score, spm_model.NORMAL)] + _near_tie_pieces(
+            rng, nearly_one
+        )
         pieces += [("x\u2581y", -1.0, spm_model.NORMAL)] if whole_lines else []
         data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
         reference = spm_module().SentencePieceProcessor(model_proto=data)
@@ -746,6 +811,7 @@ def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, fille
     assert differ_from_alone > 0
 
 
+@pytest.mark.full
 def test_single_precision_rule_on_lines_of_near_ties():
     """Lines made of near-tie words only (up to 300): every word is decided in single precision from
     the score of the line before it, and many are segmented differently there than alone, two or
@@ -755,7 +821,10 @@ def test_single_precision_rule_on_lines_of_near_ties():
     pieces = [("<unk>", 0.0, spm_model.UNKNOWN)] + _near_tie_pieces(rng)
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     reference = spm_module().SentencePieceProcessor(model_proto=data)
-    lines = [["".join(rng.choice("ab") for _ in range(rng.randint(4, 14))) for _ in range(rng.randint(2, 300))] for _ in range(24)]
+    lines = [
+        ["".join(rng.choice("ab") for _ in range(rng.randint(4, 14))) for _ in range(rng.randint(2, 300))]
+        for _ in range(24)
+    ]
     texts = [" ".join(line) for line in lines]
     expected = reference.encode(texts)
     layer = UnigramLayer(data)
@@ -764,7 +833,10 @@ def test_single_precision_rule_on_lines_of_near_ties():
     spans = [[(p.id, p.begin, p.end) for p in text.pieces] for text in reference.encode(texts, return_type="proto")]
     assert [list(zip(*row)) for row in zip(ids, starts, ends)] == spans
     differ_from_alone = [
-        sum(pieces != reference.encode(word, out_type=str) for pieces, word in zip(_pieces_by_word(reference, ids), line))
+        sum(
+            pieces != reference.encode(word, out_type=str)
+            for pieces, word in zip(_pieces_by_word(reference, ids), line)
+        )
         for line, ids in zip(lines, expected)
     ]
     assert max(differ_from_alone) >= 2

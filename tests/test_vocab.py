@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tfsubword import vocab
+from tfsubword.files import vocab
 
 
 def test_read_strips_only_line_endings(tmp_path):

@@ -17,6 +17,7 @@ def tokenizer_model():
     return keras.Model(inputs, outputs)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("exporter", ["model.export", "tf.saved_model.save"])
 def test_exported_model_serves_from_plain_tensorflow(tmp_path, exporter):
     model = tokenizer_model()
@@ -30,6 +31,7 @@ def test_exported_model_serves_from_plain_tensorflow(tmp_path, exporter):
     assert output == expected
 
 
+@pytest.mark.full
 def test_ragged_ids_survive_a_saved_module(tmp_path):
     """Without `sequence_length`, a tf.Module can still export the ragged ids as values + row lengths."""
     layer = WordPieceLayer(VOCAB)
@@ -53,6 +55,7 @@ def test_ragged_ids_survive_a_saved_module(tmp_path):
     assert output["row_lengths"] == expected.row_lengths().numpy().tolist()
 
 
+@pytest.mark.full
 def test_the_serving_process_rejects_non_core_ops(tmp_path):
     """The check above can fail: a graph with a tensorflow-text op does not load in plain TensorFlow."""
     text_ops = pytest.importorskip("tensorflow_text")

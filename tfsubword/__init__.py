@@ -19,11 +19,11 @@ __all__ = [
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "BPELayer": "tfsubword.bpe",
-    "BertPreprocessor": "tfsubword.bert",
-    "SegmentPacker": "tfsubword.packing",
-    "UnigramLayer": "tfsubword.unigram",
-    "WordPieceLayer": "tfsubword.wordpiece",
+    "BPELayer": "tfsubword.layers.bpe",
+    "BertPreprocessor": "tfsubword.layers.bert",
+    "SegmentPacker": "tfsubword.layers.packing",
+    "UnigramLayer": "tfsubword.layers.unigram",
+    "WordPieceLayer": "tfsubword.layers.wordpiece",
     "train_bpe": "tfsubword.train",
     "train_unigram": "tfsubword.train",
     "train_wordpiece": "tfsubword.train",

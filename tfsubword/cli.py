@@ -1,17 +1,19 @@
 """The `tfsubword` command line: argument parsing only; the work is done by the library.
 
-    tfsubword train wordpiece --vocab-size 30000 --output vocab.txt corpus.txt ...   ("-" reads stdin)
-    tfsubword train unigram --vocab-size 8000 --output model.model corpus.txt ...
-    tfsubword train bpe --vocab-size 30000 --output folder corpus.txt ...            (vocab.json, merges.txt)
-    tfsubword tokenize --vocab vocab.txt "Some text" ...                            (stdin without text)
-    tfsubword demo
+tfsubword train wordpiece --vocab-size 30000 --output vocab.txt corpus.txt ...   ("-" reads stdin)
+tfsubword train unigram --vocab-size 8000 --output model.model corpus.txt ...
+tfsubword train bpe --vocab-size 30000 --output folder corpus.txt ...            (vocab.json, merges.txt)
+tfsubword tokenize --vocab vocab.txt "Some text" ...                            (stdin without text)
+tfsubword demo
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
-from tfsubword.normalization_rules import NAMES as NORMALIZATIONS
+from tfsubword.files.vocab import BERT_SPECIAL_TOKENS, GPT2_SPECIAL_TOKENS
+from tfsubword.text.normalization_rules import NAMES as NORMALIZATIONS
 
 
 def _special_tokens(value):
@@ -25,63 +27,101 @@ def _strip_accents(value):
     return choices[value]
 
 
+def _switch(parser, flag, default, help, dest=None):
+    """A `--flag` / `--no-flag` option."""
+    extra = {"dest": dest} if dest else {}
+    state = "yes" if default else "no"
+    parser.add_argument(
+        flag, action=argparse.BooleanOptionalAction, default=default, help=f"{help} (default: {state})", **extra
+    )
+
+
 def _normalization_flags(parser):
-    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                        help="lowercase the text, as BERT uncased (default: yes)")
-    parser.add_argument("--strip-accents", type=_strip_accents, default=None, metavar="{auto,yes,no}",
-                        help="remove accents; auto follows --lowercase, as BERT (default: auto)")
-    parser.add_argument("--split-on-cjk", action=argparse.BooleanOptionalAction, default=True,
-                        help="make each CJK ideograph a word (default: yes)")
+    _switch(parser, "--lowercase", True, "lowercase the text, as BERT uncased")
+    parser.add_argument(
+        "--strip-accents",
+        type=_strip_accents,
+        default=None,
+        metavar="{auto,yes,no}",
+        help="remove accents; auto follows --lowercase, as BERT (default: auto)",
+    )
+    _switch(parser, "--split-on-cjk", True, "make each CJK ideograph a word")
     parser.add_argument("--suffix-indicator", default="##", help="prefix of continuation pieces (default: ##)")
+
+
+def _trainer(algorithms, name, summary, output, vocab_size, special_tokens=None):
+    """The `train` subcommand `name`, with the options every trainer has; `special_tokens` (the
+    default), for the trainers that take them and `--min-frequency`."""
+    parser = algorithms.add_parser(name, help=summary)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
+    parser.add_argument("--output", "-o", required=True, help=output)
+    parser.add_argument("--vocab-size", type=int, default=vocab_size, help=f"tokens to learn (default: {vocab_size})")
+    if special_tokens is not None:
+        parser.add_argument(
+            "--special-tokens",
+            type=_special_tokens,
+            default=special_tokens,
+            help=f"comma-separated tokens placed first (default: {','.join(special_tokens)})",
+        )
+        parser.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
+    _switch(parser, "--progress", True, "progress bars on standard error", dest="show_progress")
+    return parser
 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="tfsubword", description="Subword tokenizers for TensorFlow and Keras.")
     commands = parser.add_subparsers(dest="command", required=True)
+    algorithms = commands.add_parser("train", help="learn a vocabulary").add_subparsers(dest="model", required=True)
 
-    train = commands.add_parser("train", help="learn a vocabulary")
-    algorithms = train.add_subparsers(dest="model", required=True)
-    wordpiece = algorithms.add_parser("wordpiece", help="learn a WordPiece vocabulary (the seeds' pair score)")
-    wordpiece.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
-    wordpiece.add_argument("--output", "-o", required=True, help="where to write the vocabulary, one token per line")
-    wordpiece.add_argument("--vocab-size", type=int, default=30000, help="tokens to learn (default: 30000)")
+    wordpiece = _trainer(
+        algorithms,
+        "wordpiece",
+        "learn a WordPiece vocabulary (the seeds' pair score)",
+        "where to write the vocabulary, one token per line",
+        30000,
+        BERT_SPECIAL_TOKENS,
+    )
     _normalization_flags(wordpiece)
-    wordpiece.add_argument("--special-tokens", type=_special_tokens, default=("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
-                           help="comma-separated tokens placed first (default: [PAD],[UNK],[CLS],[SEP],[MASK])")
-    wordpiece.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
     wordpiece.add_argument("--max-token-length", type=int, default=None, help="longest token, in characters")
-    wordpiece.add_argument("--algorithm", choices=("score", "likelihood"), default="score",
-                           help="score: freq(ab)/(freq(a) freq(b)); likelihood: unigram log-likelihood gain")
-    wordpiece.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                           help="progress bars on standard error (default: yes)")
+    wordpiece.add_argument(
+        "--algorithm",
+        choices=("score", "likelihood"),
+        default="score",
+        help="score: freq(ab)/(freq(a) freq(b)); likelihood: unigram log-likelihood gain",
+    )
 
-    unigram = algorithms.add_parser("unigram", help="learn a unigram vocabulary (SentencePiece's algorithm)")
-    unigram.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
-    unigram.add_argument("--output", "-o", required=True,
-                         help="where to write the SentencePiece .model file (a piece<TAB>score .vocab goes beside it)")
-    unigram.add_argument("--vocab-size", type=int, default=8000, help="pieces to learn, meta pieces included (default: 8000)")
-    unigram.add_argument("--character-coverage", type=float, default=0.9995,
-                         help="share of characters that must be pieces (default: 0.9995)")
-    unigram.add_argument("--max-piece-length", type=int, default=16, help="longest piece, in characters (default: 16)")
-    unigram.add_argument("--normalization", choices=NORMALIZATIONS, default="nmt_nfkc",
-                         help="character rules applied before training, kept in the model (default: nmt_nfkc)")
-    unigram.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                         help="progress bars on standard error (default: yes)")
+    unigram = _trainer(
+        algorithms,
+        "unigram",
+        "learn a unigram vocabulary (SentencePiece's algorithm)",
+        "where to write the SentencePiece .model file (a piece<TAB>score .vocab goes beside it)",
+        8000,
+    )
+    unigram.add_argument(
+        "--character-coverage",
+        type=float,
+        default=0.9995,
+        help="share of characters that must be pieces (default: 0.9995)",
+    )
+    unigram.add_argument("--max-token-length", type=int, default=16, help="longest piece, in characters (default: 16)")
+    unigram.add_argument(
+        "--normalization",
+        choices=NORMALIZATIONS,
+        default="nmt_nfkc",
+        help="character rules applied before training, kept in the model (default: nmt_nfkc)",
+    )
 
-    bpe = algorithms.add_parser("bpe", help="learn a byte-pair encoding (the seeds' most-frequent-pair rule)")
-    bpe.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
-    bpe.add_argument("--output", "-o", required=True, help="folder to write vocab.json and merges.txt (merges.json without --byte-level) to")
-    bpe.add_argument("--vocab-size", type=int, default=30000, help="tokens to learn (default: 30000)")
-    bpe.add_argument("--byte-level", action=argparse.BooleanOptionalAction, default=True,
-                     help="words as bytes in GPT-2's byte alphabet (default: yes)")
-    bpe.add_argument("--special-tokens", type=_special_tokens, default=("<|endoftext|>",),
-                     help="comma-separated tokens placed first (default: <|endoftext|>)")
-    bpe.add_argument("--full-alphabet", action=argparse.BooleanOptionalAction, default=False,
-                     help="all 256 byte symbols in the vocabulary, not only those that occur (default: no)")
-    bpe.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
+    bpe = _trainer(
+        algorithms,
+        "bpe",
+        "learn a byte-pair encoding (the seeds' most-frequent-pair rule)",
+        "folder to write vocab.json and merges.txt (merges.json without --byte-level) to",
+        30000,
+        GPT2_SPECIAL_TOKENS,
+    )
+    _switch(bpe, "--byte-level", True, "words as bytes in GPT-2's byte alphabet")
+    _switch(bpe, "--full-alphabet", False, "all 256 byte symbols in the vocabulary, not only those that occur")
     bpe.add_argument("--max-token-length", type=int, default=None, help="longest token, in symbols")
-    bpe.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                     help="progress bars on standard error (default: yes)")
 
     tokenize = commands.add_parser("tokenize", help="print the WordPiece tokens of texts")
     tokenize.add_argument("texts", nargs="*", metavar="TEXT", help="texts to tokenize; lines of stdin without any")
@@ -98,9 +138,29 @@ def build_parser():
     return parser
 
 
+def quiet_tensorflow():
+    """Import TensorFlow without its start-up lines (CUDA, oneDNN, absl): a run prints only its own output.
+
+    Its C++ logging is set to fatal errors only before the import (whatever the environment said: a
+    process that imported TensorFlow passes its own setting on), and what the import itself writes to
+    the standard error (before TensorFlow reads that setting) goes nowhere; Python errors still show.
+    """
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            with contextlib.suppress(ImportError):
+                import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def main(argv=None):
     arguments = build_parser().parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter is not our output
+    quiet_tensorflow()
     try:
         if arguments.command == "train":
             return _train(arguments)
@@ -127,62 +187,22 @@ def _normalization_options(arguments):
 
 
 def _train(arguments):
+    """Each `train` subcommand's options are named as its trainer's arguments."""
+    from tfsubword import train
+
+    options = {name: value for name, value in vars(arguments).items() if name not in ("command", "model")}
+    result = getattr(train, f"train_{arguments.model}")(**options)
     if arguments.model == "unigram":
-        return _train_unigram(arguments)
-    if arguments.model == "bpe":
-        return _train_bpe(arguments)
-    from tfsubword.train import train_wordpiece
-    from tfsubword.vocab import write_vocabulary
+        from tfsubword.files.unigram_vocabulary import write_scores
 
-    vocabulary = train_wordpiece(
-        files=arguments.files,
-        vocab_size=arguments.vocab_size,
-        special_tokens=arguments.special_tokens,
-        min_frequency=arguments.min_frequency,
-        max_token_length=arguments.max_token_length,
-        algorithm=arguments.algorithm,
-        show_progress=arguments.progress,
-        **_normalization_options(arguments),
-    )
-    write_vocabulary(vocabulary, arguments.output)
-    print(f"wrote {len(vocabulary)} tokens to {arguments.output}", file=sys.stderr)
-    return 0
-
-
-def _train_unigram(arguments):
-    from tfsubword.train import train_unigram
-    from tfsubword.vocab import write_atomically
-
-    vocabulary = train_unigram(
-        files=arguments.files,
-        vocab_size=arguments.vocab_size,
-        model_file=arguments.output,
-        character_coverage=arguments.character_coverage,
-        max_piece_length=arguments.max_piece_length,
-        normalization=arguments.normalization,
-        show_progress=arguments.progress,
-    )
-    scores = os.path.splitext(arguments.output)[0] + ".vocab"
-    write_atomically(scores, "".join(f"{piece}\t{score}\n" for piece, score in vocabulary).encode("utf-8"))
-    print(f"wrote {len(vocabulary)} pieces to {arguments.output} and {scores}", file=sys.stderr)
-    return 0
-
-
-def _train_bpe(arguments):
-    from tfsubword.train import train_bpe
-
-    vocabulary, merges = train_bpe(
-        files=arguments.files,
-        vocab_size=arguments.vocab_size,
-        byte_level=arguments.byte_level,
-        special_tokens=arguments.special_tokens,
-        full_alphabet=arguments.full_alphabet,
-        min_frequency=arguments.min_frequency,
-        max_token_length=arguments.max_token_length,
-        output_dir=arguments.output,
-        show_progress=arguments.progress,
-    )
-    print(f"wrote {len(vocabulary)} tokens and {len(merges)} merges to {arguments.output}", file=sys.stderr)
+        scores = os.path.splitext(arguments.output)[0] + ".vocab"
+        write_scores(result, scores)
+        print(f"wrote {len(result)} pieces to {arguments.output} and {scores}", file=sys.stderr)
+    elif arguments.model == "bpe":
+        vocabulary, merges = result
+        print(f"wrote {len(vocabulary)} tokens and {len(merges)} merges to {arguments.output}", file=sys.stderr)
+    else:
+        print(f"wrote {len(result)} tokens to {arguments.output}", file=sys.stderr)
     return 0
 
 

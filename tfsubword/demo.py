@@ -94,12 +94,16 @@ def run(vocab_size=8000, min_frequency=5, export_dir=None, out=sys.stdout):
     # The seeds' score favours pairs of rare parts: without a minimum frequency, the first merges go to
     # words seen once.
     vocabulary = train_wordpiece(corpus, vocab_size, min_frequency=min_frequency, show_progress=False)
-    say(f"trained a WordPiece vocabulary of {len(vocabulary)} tokens (min_frequency={min_frequency}), "
-        f"e.g. {vocabulary[-6:]}")
+    say(
+        f"trained a WordPiece vocabulary of {len(vocabulary)} tokens (min_frequency={min_frequency}), "
+        f"e.g. {vocabulary[-6:]}"
+    )
 
     inputs = keras.Input(shape=(), dtype="string", name="text")
     token_ids = WordPieceLayer(vocabulary, sequence_length=24, name="tokenizer")(inputs)
-    pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(len(vocabulary), 16, mask_zero=True)(token_ids))
+    pooled = keras.layers.GlobalAveragePooling1D()(
+        keras.layers.Embedding(len(vocabulary), 16, mask_zero=True)(token_ids)
+    )
     model = keras.Model(inputs, {"token_ids": token_ids, "scores": keras.layers.Dense(2)(pooled)})
     tokenizer = model.get_layer("tokenizer")
     expected = tokenizer(tf.constant(SAMPLE)).numpy().tolist()
@@ -114,6 +118,8 @@ def run(vocab_size=8000, min_frequency=5, export_dir=None, out=sys.stdout):
     for text, row in zip(SAMPLE, pieces):
         say(f"  {text!r}\n    -> {' '.join(token.decode('utf-8') for token in row)}")
     same = served_ids == expected
-    say(f"served token ids {'match' if same else 'DIFFER FROM'} the ids computed in this process "
-        f"({time.monotonic() - start:.0f} s)")
+    say(
+        f"served token ids {'match' if same else 'DIFFER FROM'} the ids computed in this process "
+        f"({time.monotonic() - start:.0f} s)"
+    )
     return 0 if same else 1

@@ -10,6 +10,29 @@ import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
 
+class Traced:
+    """Graph functions traced once each, whatever calls them.
+
+    A graph that calls one several times (a pass in a loop and after it, a model's export tracing its call
+    again) then holds one copy of its ops: faster to trace, smaller to save, quicker to load. This is
+    no tracked attribute of a layer or module, so a SavedModel saves only what its signatures call.
+    """
+
+    def __init__(self):
+        self._functions = {}
+
+    @tf.autograph.experimental.do_not_convert
+    def __call__(self, key, function, signature, *args):
+        """`function(*args)`, traced once for `key` with the input `signature` (a list of `tf.TensorSpec`).
+        Eagerly, `function` runs op by op: one call costs less so than a trace."""
+        if tf.executing_eagerly():
+            return function(*args)
+        traced = self._functions.get(key)
+        if traced is None:
+            traced = self._functions[key] = tf.function(function, input_signature=signature, autograph=False)
+        return traced(*args)
+
+
 def indices_where(mask):
     """The positions where the 1-D bool `mask` is True, as int64."""
     return tf.reshape(tf.where(mask), [-1])
@@ -18,8 +41,7 @@ def indices_where(mask):
 def row_ids(row_splits):
     """For each value grouped by `row_splits`, the index of its row (int64). Two ranges over each
     row, one counting from the row's index and one from 0, differ by the row's index: linear time,
-    where a binary search per value is not (several times slower on rows of a few values or more,
-    no faster on rows of one)."""
+    where a binary search per value is not."""
     return row_ids_and_places(row_splits)[0]
 
 
@@ -82,6 +104,14 @@ def decode_utf8_with_offsets(strings):
     return code_points, starts, splits
 
 
+def decode_bytes(strings):
+    """`[n]` strings -> (their bytes as int32 in 0..255, row splits int64)."""
+    splits, values = tf.raw_ops.UnicodeDecode(
+        input=strings, input_encoding="ISO-8859-1", errors="strict", replacement_char=0xFFFD, Tsplits=tf.int64
+    )
+    return values, splits
+
+
 def encode_utf8(code_points, row_splits):
     """Rows of code points (int32, int64 `row_splits`) -> one UTF-8 string per row."""
     return tf.strings.unicode_encode(tf.RaggedTensor.from_row_splits(code_points, row_splits, validate=False), "UTF-8")
@@ -110,17 +140,6 @@ def ragged_in_halves(ragged_of, rows):
     return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
 
 
-def rows_in_halves(values, row_splits):
-    """Rows (`values`, int64 `row_splits`) cut in two at the first row boundary at or past their
-    middle value, for work on each half that runs at once: (rows in the first half, (values, row
-    splits) of the first half, the same of the second, its splits from 0). Either half may have no
-    rows."""
-    rows = tf.size(row_splits, out_type=tf.int64) - 1
-    half = tf.minimum(tf.searchsorted(row_splits, row_splits[-1:] // 2, out_type=tf.int64)[0], rows)
-    middle = row_splits[half]
-    return half, (values[:middle], row_splits[: half + 1]), (values[middle:], row_splits[half:] - middle)
-
-
 def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
     """Rows of one value each, some replaced by rows of a ragged tensor.
 
@@ -144,13 +163,10 @@ def rare_cond(pred, true_fn, false_fn):
 
     In a `tf.function`, TensorFlow inlines both branches of a `tf.cond` into the graph around it
     (lowering to Switch/Merge), and every run then visits each node of the untaken branch to mark
-    it dead. Measured on the 2-core development machine: a never-taken branch of 7,000 nodes added
-    0.57 ms to each run lowered, 0.03 ms kept as an `If`, whose taken branch runs as a function
-    call. Over the few thousand nodes of the Unigram encoder's rare branches, that is a sixth to a
-    quarter of encoding one short text. But an `If` waits for all its inputs, where inlined branch
-    ops start as soon as theirs are ready: a branch taken in most large batches may run slower
-    this way. The setting is an attribute of the op, so it is saved with the model. Eagerly, this
-    is `tf.cond`.
+    it dead: over thousands of nodes, a large share of encoding one short text. An `If` runs only
+    its taken branch, as a function call. But it waits for all its inputs, where inlined branch ops
+    start as soon as theirs are ready, so a branch taken by most large batches is better inlined.
+    The setting is an attribute of the op, so it is saved with the model. Eagerly, this is `tf.cond`.
     """
     if tf.executing_eagerly():
         return tf.cond(pred, true_fn, false_fn)
@@ -164,10 +180,7 @@ def rare_cond(pred, true_fn, false_fn):
 
 
 def take(params, indices):
-    """`tf.gather(params, indices)` (along axis 0), as a GatherNd. On CPU, GatherV2 copies each
-    value with a call of its own; GatherNd's loop is tighter. Measured on the 2-core development
-    machine, 1-D tables: 20,000 to 200,000 indices took 25-40% less time (65,536 int32 indices into
-    70,000 int32: 357 against 498 us), where tiny gathers take 2-3 us more (16 indices: the extra
-    op). Across the Unigram encoder, a paired A/B at batch 1024 gave 1.06-1.12x for `tokenize`,
-    1.13-1.19x with offsets; batch 1: 0.98-1.01x."""
+    """`tf.gather(params, indices)` (along axis 0), as a GatherNd: on CPU, GatherV2 copies each
+    value with a call of its own, and GatherNd's tighter loop is faster on the large index vectors
+    of a batch (tiny gathers pay a few microseconds for the extra op)."""
     return tf.gather_nd(params, tf.expand_dims(indices, -1))

@@ -1,9 +1,55 @@
-"""Vocabulary trainers: pure functions over word counts, with corpus reading and counting at the edge."""
+"""Vocabulary trainers: pure functions over word counts, with corpus reading and counting at the edge.
 
+Each `train_*` counts the words of a corpus with its layer's own pre-tokenizer (`counting`), learns a
+vocabulary from the counts (`wordpiece`, `unigram`, `bpe`) and, given `output`, writes it where its layer
+and the matching Hugging Face or SentencePiece tool read it.
+"""
+
+import collections.abc
+
+from tfsubword import checks
+from tfsubword.files import storage, unigram_vocabulary
+from tfsubword.files import vocab as vocab_lib
+from tfsubword.files.vocab import BERT_SPECIAL_TOKENS, GPT2_SPECIAL_TOKENS
 from tfsubword.progress import Progress
-from tfsubword.train.wordpiece import LIKELIHOOD, SCORE, learn_wordpiece
+from tfsubword.text import normalization_rules
+from tfsubword.train.wordpiece import ALGORITHMS, SCORE, learn_wordpiece
 
-DEFAULT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+DEFAULT_SPECIAL_TOKENS = BERT_SPECIAL_TOKENS
+
+
+def _counts(corpus, files, pretokenizer, show_progress):
+    """The word counts of `corpus` or `files` (see `counting.count_words`); TensorFlow loads only when
+    there is text to count."""
+    if isinstance(corpus, collections.abc.Mapping):
+        if files is not None:
+            raise ValueError("Pass exactly one of `corpus` and `files`.")
+        return checked_counts(corpus)
+    from tfsubword.train import counting
+
+    return counting.count_words(corpus, files=files, pretokenizer=pretokenizer(counting), show_progress=show_progress)
+
+
+def checked_counts(mapping):
+    """A mapping word -> count, checked: non-empty str words, non-negative int counts (zeros dropped)."""
+    counts = {}
+    for word, number in mapping.items():
+        if not isinstance(word, str) or not word:
+            raise ValueError(f"Word counts need non-empty str words. Received the key {word!r}.")
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise ValueError(f"Word counts need non-negative int counts. Received {word!r}: {number!r}.")
+        if number:
+            counts[word] = number
+    if not counts:
+        raise ValueError("The word counts are empty: there is nothing to learn from.")
+    return counts
+
+
+def _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length):
+    checks.integer("vocab_size", vocab_size)
+    checks.integer("min_frequency", min_frequency)
+    checks.integer("max_token_length", max_token_length, optional=True)
+    return checks.tokens("special_tokens", special_tokens)
 
 
 def train_wordpiece(
@@ -14,11 +60,12 @@ def train_wordpiece(
     lowercase=True,
     strip_accents=None,
     split_on_cjk=True,
-    special_tokens=DEFAULT_SPECIAL_TOKENS,
+    special_tokens=BERT_SPECIAL_TOKENS,
     suffix_indicator="##",
     min_frequency=1,
     max_token_length=None,
-    algorithm="score",
+    algorithm=SCORE,
+    output=None,
     show_progress=True,
 ):
     """Learn a WordPiece vocabulary, returned as a list of tokens (id = position).
@@ -32,14 +79,15 @@ def train_wordpiece(
             order). Pass this or `files`.
         vocab_size: int. The number of tokens to return. Fewer come back, with a warning, when the corpus
             runs out of pairs (or, with `algorithm="likelihood"`, of merges that raise the likelihood).
-        files: paths of UTF-8 text files, read lazily line by line.
-        special_tokens: tokens placed first, in order.
+        files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
+        special_tokens: tokens placed first, in order. Defaults to BERT's five.
         suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
         min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
         max_token_length: int or None. No token covering more characters (not counting
             `suffix_indicator`) is made.
         algorithm: "score" (merge the highest `freq(ab) / (freq(a) freq(b))`, exactly) or "likelihood"
             (merge the pair that most raises the unigram log-likelihood of the corpus).
+        output: optional path: also write the vocabulary there, one token per line (atomically).
         show_progress: bool. Progress bars on standard error for counting and merging.
 
     Examples:
@@ -48,51 +96,26 @@ def train_wordpiece(
     >>> train_wordpiece(counts, vocab_size=11, special_tokens=(), show_progress=False)
     ['##g', '##n', '##s', '##u', 'b', 'h', 'p', '##gs', 'hu', 'hugs', 'hug']
     """
-    _check_arguments(vocab_size, special_tokens, suffix_indicator, min_frequency, max_token_length, algorithm)
-    from tfsubword.train.counting import count_words  # loads TensorFlow: only when there is text to count
-
-    counts = count_words(
-        corpus,
-        files=files,
-        lowercase=lowercase,
-        strip_accents=strip_accents,
-        split_on_cjk=split_on_cjk,
-        show_progress=show_progress,
+    special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
+    checks.string("suffix_indicator", suffix_indicator, empty=True)
+    checks.choice("algorithm", algorithm, ALGORITHMS)
+    counts = _counts(
+        corpus, files, lambda counting: counting.bert_words(lowercase, strip_accents, split_on_cjk), show_progress
     )
     with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
-        return learn_wordpiece(
+        vocabulary = learn_wordpiece(
             counts,
             vocab_size,
-            special_tokens=tuple(special_tokens),
+            special_tokens=special_tokens,
             suffix_indicator=suffix_indicator,
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             algorithm=algorithm,
             progress=bar.update,
         )
-
-
-def _check_arguments(vocab_size, special_tokens, suffix_indicator, min_frequency, max_token_length, algorithm):
-    def positive_int(value):
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-    if not positive_int(vocab_size):
-        raise ValueError(f"`vocab_size` must be a positive int. Received: vocab_size={vocab_size!r}.")
-    if not positive_int(min_frequency):
-        raise ValueError(f"`min_frequency` must be a positive int. Received: min_frequency={min_frequency!r}.")
-    if max_token_length is not None and not positive_int(max_token_length):
-        raise ValueError(
-            f"`max_token_length` must be a positive int or None. Received: max_token_length={max_token_length!r}."
-        )
-    if algorithm not in (SCORE, LIKELIHOOD):
-        raise ValueError(f"`algorithm` must be 'score' or 'likelihood'. Received: algorithm={algorithm!r}.")
-    if not isinstance(suffix_indicator, str):
-        raise ValueError(f"`suffix_indicator` must be a str. Received: suffix_indicator={suffix_indicator!r}.")
-    if isinstance(special_tokens, str):
-        raise ValueError("`special_tokens` must be a sequence of tokens, not a single string.")
-    for token in special_tokens:
-        if not isinstance(token, str) or not token or "\n" in token or "\r" in token:
-            raise ValueError(f"Special tokens must be non-empty str without line breaks. Received: {token!r}.")
+    if output is not None:
+        vocab_lib.write_vocabulary(vocabulary, output)
+    return vocabulary
 
 
 def train_unigram(
@@ -100,27 +123,27 @@ def train_unigram(
     vocab_size=8000,
     *,
     files=None,
-    model_file=None,
-    character_coverage=0.9995,
-    max_piece_length=16,
     normalization="nmt_nfkc",
     add_dummy_prefix=True,
     remove_extra_whitespaces=True,
+    character_coverage=0.9995,
+    max_token_length=16,
     split_by_script=True,
     seed_size=1_000_000,
     shrinking_factor=0.75,
     num_sub_iterations=2,
+    output=None,
     show_progress=True,
 ):
-    """Learn a unigram vocabulary, SentencePiece's way, returned as `[(piece, log_probability), ...]`.
+    """Learn a unigram vocabulary, SentencePiece's way: `[(piece, log_probability), ...]` that also
+    carries its normalizer, so that `UnigramLayer(vocabulary)` encodes as the `.model` file would.
 
     The first three pieces are `<unk>`, `<s>` and `</s>` (score 0), as SentencePiece's; the rest are best
     first. Words are counted with `UnigramLayer`'s own normalizer in the graph: the `normalization`
     rules rewrite the text (SentencePiece's default, `nmt_nfkc`, folds compatibility characters: "ﬁ" ->
     "fi", "①" -> "1", "Ａ" -> "A", and turns tabs and line breaks into spaces), whitespace runs
-    collapse and `▁` marks each word's start (`add_dummy_prefix`). The `.model` file carries the same
-    rules. See `tfsubword.train.unigram` for the algorithm: seed substrings, EM with forward-backward,
-    pruning by likelihood loss.
+    collapse and `▁` marks each word's start (`add_dummy_prefix`). See `tfsubword.train.unigram` for the
+    algorithm: seed substrings, EM with forward-backward, pruning by likelihood loss.
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count whose
@@ -129,52 +152,43 @@ def train_unigram(
             Pass this or `files`.
         vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
             warning, when the corpus does not have enough.
-        files: paths of UTF-8 text files, read lazily line by line.
-        model_file: optional path: also write a SentencePiece `.model` file there (atomically), which
-            `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load. It holds the
-            normalization rules; give the returned list the same with
-            `UnigramLayer(vocabulary, normalization=...)`.
-        character_coverage: the share of the text's characters that must be pieces; rarer characters
-            become `<unk>`. Defaults to 0.9995, as SentencePiece.
-        max_piece_length: int. The longest piece, in characters. Defaults to 16.
+        files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
         normalization: "nmt_nfkc" (NFKC plus SentencePiece's whitespace and control-character rules),
             "nfkc" or "identity" (the text as it is). Defaults to "nmt_nfkc", as SentencePiece; the rules
-            are built from Python's `unicodedata` (see `tfsubword.normalization_rules`).
+            are built from Python's `unicodedata` (see `tfsubword.text.normalization_rules`).
         add_dummy_prefix, remove_extra_whitespaces: the normalizer's switches. Default True.
+        character_coverage: the share of the text's characters that must be pieces; rarer characters
+            become `<unk>`. Defaults to 0.9995, as SentencePiece.
+        max_token_length: int. The longest piece, in characters. Defaults to 16.
         split_by_script: bool. Pieces never mix scripts (letters of one script, digits, punctuation).
         seed_size, shrinking_factor, num_sub_iterations: SentencePiece's training knobs.
+        output: optional path: also write a SentencePiece `.model` file there (atomically), which
+            `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load.
         show_progress: bool. Progress bars on standard error.
     """
-    import dataclasses
+    from tfsubword.train.unigram import learn_unigram
 
-    from tfsubword import normalization_rules
-    from tfsubword import sentencepiece_model as spm_model
-    from tfsubword.train.unigram import META_PIECES, learn_unigram
-
-    for name, value, low in (("vocab_size", vocab_size, len(META_PIECES) + 1), ("max_piece_length", max_piece_length, 1),
-                             ("seed_size", seed_size, 1), ("num_sub_iterations", num_sub_iterations, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"`{name}` must be an int of at least {low}. Received: {name}={value!r}.")
-    if not 0 < character_coverage <= 1:
-        raise ValueError(f"`character_coverage` must be in (0, 1]. Received: {character_coverage!r}.")
-    if not 0 < shrinking_factor < 1:
-        raise ValueError(f"`shrinking_factor` must be in (0, 1). Received: {shrinking_factor!r}.")
-    normalization_rules.check_name(normalization)
-    normalizer = spm_model.Normalizer(
-        name=normalization,
-        charsmap=normalization_rules.charsmap(normalization),
-        add_dummy_prefix=add_dummy_prefix,
-        remove_extra_whitespaces=remove_extra_whitespaces,
+    checks.integer("vocab_size", vocab_size, minimum=len(unigram_vocabulary.META_PIECES) + 1)
+    checks.integer("max_token_length", max_token_length)
+    checks.integer("seed_size", seed_size)
+    checks.integer("num_sub_iterations", num_sub_iterations)
+    checks.fraction("character_coverage", character_coverage, 0, 1)
+    checks.fraction("shrinking_factor", shrinking_factor, 0, 1, include_high=False)
+    checks.choice("normalization", normalization, normalization_rules.NAMES)
+    checks.boolean("add_dummy_prefix", add_dummy_prefix)
+    checks.boolean("remove_extra_whitespaces", remove_extra_whitespaces)
+    checks.boolean("split_by_script", split_by_script)
+    counts = _counts(
+        corpus,
+        files,
+        lambda counting: counting.sentencepiece_words(normalization, add_dummy_prefix, remove_extra_whitespaces),
+        show_progress,
     )
-    from tfsubword.train.counting import count_words
-    from tfsubword.unigram import word_counter
-
-    counts = count_words(corpus, files=files, show_progress=show_progress, count_batch=word_counter(normalizer))
     with Progress("pruning pieces", total=None, enabled=show_progress, unit=" pieces left") as bar:
         pieces = learn_unigram(
             counts,
             vocab_size,
-            max_piece_length=max_piece_length,
+            max_piece_length=max_token_length,
             character_coverage=character_coverage,
             seed_size=seed_size,
             shrinking_factor=shrinking_factor,
@@ -182,16 +196,11 @@ def train_unigram(
             split_by_script=split_by_script,
             progress=lambda alive, desired: bar.update(alive),
         )
-    vocabulary = [(piece, 0.0) for piece in META_PIECES] + pieces
-    if model_file is not None:
-        kinds = [spm_model.UNKNOWN, spm_model.CONTROL, spm_model.CONTROL] + [spm_model.NORMAL] * len(pieces)
-        normalizer = dataclasses.replace(
-            normalizer, precompiled_charsmap=normalization_rules.precompiled_charsmap(normalization)
-        )
-        data = spm_model.serialize([(p, s, k) for (p, s), k in zip(vocabulary, kinds)], normalizer)
-        from tfsubword.vocab import write_atomically
-
-        write_atomically(model_file, data)
+    normalizer = unigram_vocabulary.normalizer(normalization, add_dummy_prefix, remove_extra_whitespaces)
+    meta = [(piece, 0.0) for piece in unigram_vocabulary.META_PIECES]
+    vocabulary = unigram_vocabulary.UnigramVocabulary(meta + pieces, normalizer)
+    if output is not None:
+        vocabulary.save(output)
     return vocabulary
 
 
@@ -201,11 +210,11 @@ def train_bpe(
     *,
     files=None,
     byte_level=True,
-    special_tokens=("<|endoftext|>",),
+    special_tokens=GPT2_SPECIAL_TOKENS,
     full_alphabet=False,
     min_frequency=1,
     max_token_length=None,
-    output_dir=None,
+    output=None,
     show_progress=True,
 ):
     """Learn a byte-pair encoding: returns `(vocabulary, merges)`, a token list (id = position) and the
@@ -219,31 +228,26 @@ def train_bpe(
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
             already pre-tokenized and already in the model's alphabet (used as given). Pass this or `files`.
         vocab_size: int. Tokens to return. Fewer come back, with a warning, when no pair is left.
-        files: paths of UTF-8 text files, read lazily line by line.
+        files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
         byte_level: bool. Words as bytes in GPT-2's byte alphabet (default), or as characters.
         special_tokens: tokens placed first, in order. Defaults to GPT-2's `<|endoftext|>`.
         full_alphabet: bool. With `byte_level`, put all 256 byte symbols in the vocabulary, so that no
             byte of any text is ever out of it (by default only the symbols that occur are).
         min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
         max_token_length: int or None. No token of more symbols is made.
-        output_dir: optional folder: also write Hugging Face's `vocab.json` and `merges.txt` there
+        output: optional folder: also write Hugging Face's `vocab.json` and `merges.txt` there
             (atomically), which `BPELayer` and `tokenizers.ByteLevelBPETokenizer` both load. Without
             `byte_level`, tokens may hold spaces, which `merges.txt` cannot: the merges go to
             `merges.json`, a list of pairs (as in Hugging Face's `tokenizer.json`).
         show_progress: bool. Progress bars on standard error for counting and merging.
     """
-    import collections.abc
-
+    from tfsubword.text import byte_level as byte_level_lib
     from tfsubword.train.bpe import learn_bpe
 
-    _check_arguments(vocab_size, special_tokens, "", min_frequency, max_token_length, SCORE)
-    if not isinstance(byte_level, bool) or not isinstance(full_alphabet, bool):
-        raise ValueError("`byte_level` and `full_alphabet` must be True or False.")
-    from tfsubword import byte_level as byte_level_lib
-    from tfsubword.train.counting import batch_counter, count_words
-
-    counter = batch_counter(lambda lines: byte_level_lib.split_words(lines).flat_values)
-    counts = count_words(corpus, files=files, show_progress=show_progress, count_batch=counter)
+    special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
+    checks.boolean("byte_level", byte_level)
+    checks.boolean("full_alphabet", full_alphabet)
+    counts = _counts(corpus, files, lambda counting: counting.byte_level_words(), show_progress)
     if not isinstance(corpus, collections.abc.Mapping):
         counts.pop("", None)  # the pre-tokenizer's empty words, where two cuts meet
         if not counts:
@@ -255,18 +259,14 @@ def train_bpe(
         vocabulary, merges = learn_bpe(
             counts,
             vocab_size,
-            special_tokens=tuple(special_tokens),
+            special_tokens=special_tokens,
             alphabet=alphabet,
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             progress=bar.update,
         )
-    if output_dir is not None:
-        import os
-
-        from tfsubword.bpe import write_merges, write_vocab_json
-
-        os.makedirs(output_dir, exist_ok=True)
-        write_vocab_json(vocabulary, os.path.join(output_dir, "vocab.json"))
-        write_merges(merges, os.path.join(output_dir, "merges.txt" if byte_level else "merges.json"))
+    if output is not None:
+        storage.make_directory(output)
+        vocab_lib.write_vocab_json(vocabulary, storage.join(output, "vocab.json"))
+        vocab_lib.write_merges(merges, storage.join(output, "merges.txt" if byte_level else "merges.json"))
     return vocabulary, merges

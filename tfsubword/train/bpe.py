@@ -5,23 +5,23 @@ byte). Each step merges the most frequent adjacent pair everywhere it occurs (le
 overlap) into one symbol, its parts' texts joined; ties go to the pair that occurs first in the corpus
 (words in first-occurrence order, then left to right), as in the seeds' worked example.
 
-It runs on the segmented corpus of the WordPiece trainer (`wordpiece._Corpus`: a merge rewrites only
-the words that hold the pair, and reports the pairs whose count rose or whose first occurrence moved),
-with one max-heap of `(count, first occurrence)` and lazy deletion: a pair whose count fell keeps an
-entry that ranks too high, and is re-ranked when that entry reaches the top.
+It runs on the pair-merge engine the WordPiece trainer shares (`merges.PairCorpus`: a merge rewrites
+only the words that hold the pair, and reports the pairs whose count rose or whose first occurrence
+moved), with one max-heap of `(count, first occurrence)` and lazy deletion: a pair whose count fell keeps
+an entry that ranks too high, and is re-ranked when that entry reaches the top.
 """
 
 import heapq
-import warnings
 
-from tfsubword.train.wordpiece import _Corpus
+from tfsubword.files.vocab import GPT2_SPECIAL_TOKENS
+from tfsubword.train.merges import PairCorpus, grow_vocabulary
 
 
 def learn_bpe(
     word_counts,
     vocab_size,
     *,
-    special_tokens=("<|endoftext|>",),
+    special_tokens=GPT2_SPECIAL_TOKENS,
     alphabet=(),
     min_frequency=1,
     max_token_length=None,
@@ -39,43 +39,24 @@ def learn_bpe(
     words = [word for word, count in word_counts.items() if word and count > 0]
     if not words:
         raise ValueError("The corpus has no words to learn from.")
-    vocabulary = list(dict.fromkeys(special_tokens))
-    known = set(vocabulary)
     characters = set(alphabet)
     for word in words:
         characters.update(word)
-    vocabulary += [char for char in sorted(characters) if char not in known]
-    if vocab_size < len(vocabulary):
-        raise ValueError(
-            f"`vocab_size` must be at least {len(vocabulary)} for this corpus (the special tokens plus the "
-            f"alphabet). Received: vocab_size={vocab_size}."
-        )
-    known = set(vocabulary)
-    if progress:
-        progress(len(vocabulary))
     merges = []
-    pairs = iter_merges(word_counts, min_frequency=min_frequency, max_token_length=max_token_length)
-    while len(vocabulary) < vocab_size:
-        merge = next(pairs, None)
-        if merge is None:
-            warnings.warn(
-                f"Stopped at {len(vocabulary)} tokens, short of vocab_size={vocab_size}: no pairs are left to merge.",
-                stacklevel=2,
-            )
-            break
-        left, right = merge
-        merges.append(merge)
-        if left + right not in known:
-            known.add(left + right)
-            vocabulary.append(left + right)
-            if progress:
-                progress(len(vocabulary))
+
+    def merged_texts():
+        for left, right in iter_merges(word_counts, min_frequency=min_frequency, max_token_length=max_token_length):
+            merges.append((left, right))
+            yield left + right
+
+    initial = [*special_tokens, *sorted(characters)]
+    vocabulary = grow_vocabulary(initial, merged_texts(), vocab_size, "no pairs are left to merge", progress)
     return vocabulary, merges
 
 
 def iter_merges(word_counts, *, min_frequency=1, max_token_length=None):
     """The merges in the order learned, as `(left, right)` texts, until no pair is left."""
-    corpus = _Corpus(word_counts, "", min_frequency, max_token_length, False)
+    corpus = PairCorpus(word_counts, "", min_frequency, max_token_length, False)
     heap = [_entry(corpus, pair) for pair in corpus.pair_count if corpus.eligible(pair)]
     heapq.heapify(heap)
     while heap:

@@ -1,6 +1,7 @@
 """Corpus -> word counts, with the very normalization and pre-tokenization the layers use.
 
-Text goes through `tf.data` and `BertNormalizer.words` (the graph functions `WordPieceLayer` runs), so a
+Text goes through `tf.data` and a pre-tokenizer of `tfsubword.text` (the graph functions the layers
+run): `bert_words` for WordPiece, `sentencepiece_words` for unigram, `byte_level_words` for BPE. So a
 vocabulary is never trained on other words than the layer will see.
 """
 
@@ -12,22 +13,53 @@ import warnings
 
 import tensorflow as tf
 
+from tfsubword import graph_ops as ops
+from tfsubword.files import storage, unigram_vocabulary
 from tfsubword.progress import Progress
-from tfsubword.text import BertNormalizer
+from tfsubword.text import byte_level
+from tfsubword.text.bert import BertNormalizer
+from tfsubword.text.sentencepiece import SPACE_SYMBOL, SentencePieceNormalizer, word_starts
 
 BATCH_LINES = 1024
 
 
-def count_words(
-    corpus=None,
-    *,
-    files=None,
-    lowercase=True,
-    strip_accents=None,
-    split_on_cjk=True,
-    show_progress=False,
-    count_batch=None,
-):
+@functools.cache
+def bert_words(lowercase=True, strip_accents=None, split_on_cjk=True):
+    """`WordPieceLayer`'s pre-tokenizer: `[n]` lines -> `[m]` words, BERT's basic tokenization."""
+    normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
+    return lambda lines: normalizer.words(lines).flat_values
+
+
+@functools.cache
+def byte_level_words():
+    """`BPELayer`'s pre-tokenizer: `[n]` lines -> `[m]` words, GPT-2's pattern (some empty)."""
+    return lambda lines: byte_level.split_words(lines).flat_values
+
+
+@functools.cache
+def sentencepiece_words(normalization, add_dummy_prefix=True, remove_extra_whitespaces=True):
+    """`UnigramLayer`'s normalizer as a pre-tokenizer: `[n]` lines -> `[m]` words, each starting at a
+    space symbol (or at the start of its line); the last word of each line ends in a space (which
+    normalized text never holds), for the trainer's seeds."""
+    spec = unigram_vocabulary.normalizer(normalization, add_dummy_prefix, remove_extra_whitespaces)
+    normalizer = SentencePieceNormalizer(spec)
+
+    def words_of(lines):
+        if normalizer.splits_words:
+            words, line_splits, lines_of_words = normalizer.words(lines)
+            words = tf.strings.join([SPACE_SYMBOL, words])
+        else:
+            values, splits = normalizer.normalize(lines)
+            starts, line_splits = word_starts(values, splits, normalizer.space)
+            words = ops.encode_utf8(values, tf.concat([starts, [tf.size(values, out_type=tf.int64)]], axis=0))
+            lines_of_words = ops.row_ids(line_splits)
+        last = lines_of_words != tf.concat([lines_of_words, [-1]], axis=0)[1:]
+        return tf.strings.join([words, tf.where(last, " ", "")])
+
+    return words_of
+
+
+def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=False):
     """Word -> count, in first-occurrence order.
 
     Exactly one of:
@@ -35,16 +67,17 @@ def count_words(
             mapping word -> count that is already pre-tokenized (returned as given, in its order).
         files: paths of UTF-8 text files (`"-"`: standard input), read lazily line by line.
 
-    Lines that are not valid UTF-8 are read with U+FFFD for each invalid sequence (which normalization
-    deletes), and their number is reported once, as a warning. `count_batch` replaces BERT's words by
-    another pre-tokenization: a function `[n]` lines -> (distinct words, counts, invalid lines, bytes),
-    as `batch_counter` makes.
+    `pretokenizer` maps `[n]` lines to `[m]` words in the graph: one of this module's, or any other
+    (default: `bert_words()`). Lines that are not valid UTF-8 are read with U+FFFD for each invalid
+    sequence, and their number is reported once, as a warning.
     """
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
     if isinstance(corpus, collections.abc.Mapping):
-        return _checked_counts(corpus)
-    count_batch = count_batch or _batch_counter(lowercase, strip_accents, split_on_cjk)
+        from tfsubword.train import checked_counts
+
+        return checked_counts(corpus)
+    count_batch = _batch_counter(pretokenizer or bert_words())
     if files is not None:
         batches, total, unit = _file_batches(files)
     elif isinstance(corpus, tf.data.Dataset):
@@ -64,24 +97,16 @@ def count_words(
             done += int(size) if unit == " bytes" else int(tf.size(batch))
             bar.update(done)
     if invalid:
-        warnings.warn(
-            f"{invalid} lines were not valid UTF-8 and were read with replacement characters.", stacklevel=2
-        )
+        warnings.warn(f"{invalid} lines were not valid UTF-8 and were read with replacement characters.", stacklevel=2)
     if not counts:
         raise ValueError("The corpus has no words: it is empty or holds only whitespace and control characters.")
     return {word.decode("utf-8"): number for word, number in counts.items()}
 
 
-@functools.lru_cache(maxsize=None)
-def _batch_counter(lowercase, strip_accents, split_on_cjk):
-    """A function traced once per process: `[n]` lines -> (distinct words, their counts, the number of
-    lines that are not valid UTF-8, the bytes read), with the layers' normalization."""
-    normalizer = BertNormalizer(lowercase, strip_accents, split_on_cjk)
-    return batch_counter(lambda lines: normalizer.words(lines).flat_values)
-
-
-def batch_counter(words_of):
-    """A traced `[n]` lines -> (distinct words, counts, invalid lines, bytes) from `words_of`, a graph
+@functools.cache
+def _batch_counter(words_of):
+    """A function traced once per process and pre-tokenizer: `[n]` lines -> (distinct words, their
+    counts, the number of lines that are not valid UTF-8, the bytes read), from `words_of`, a graph
     function `[n]` lines -> `[m]` words."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
@@ -94,20 +119,6 @@ def batch_counter(words_of):
         return words, counts, invalid, size
 
     return count_batch
-
-
-def _checked_counts(mapping):
-    counts = {}
-    for word, number in mapping.items():
-        if not isinstance(word, str) or not word:
-            raise ValueError(f"Word counts need non-empty str words. Received the key {word!r}.")
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise ValueError(f"Word counts need non-negative int counts. Received {word!r}: {number!r}.")
-        if number:
-            counts[word] = number
-    if not counts:
-        raise ValueError("The word counts are empty: there is nothing to learn from.")
-    return counts
 
 
 def _batched(items):
@@ -148,18 +159,13 @@ def _file_batches(paths):
     """Batches of lines of several files (`"-"`: standard input), read lazily; and the total size."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
-    paths = [os.fspath(path) for path in paths]
+    paths = [os.fsdecode(path) for path in paths]
     if not paths:
         raise ValueError("`files` is empty.")
     for path in paths:  # fail before any work, naming the file
-        if path == "-":
-            continue
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as error:
-            raise ValueError(f"Cannot read {path!r}: {error.strerror or error}.") from None
-    total = None if "-" in paths else sum(os.path.getsize(path) for path in paths)
+        if path != "-" and not storage.is_file(path):
+            raise ValueError(f"Cannot read {path!r}: it is not a file.")
+    total = None if "-" in paths else sum(storage.size(path) for path in paths)
 
     def batches():
         for path in paths:

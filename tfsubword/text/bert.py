@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
-from tfsubword import unicode_data as ud
+from tfsubword.text import unicode_data as ud
 
 
 def _kinds(elements):
@@ -72,11 +72,30 @@ class BertNormalizer(tf.Module):
         would join the bytes on either side, and could turn two invalid UTF-8 fragments into one
         valid character.
         """
+        words, _, splits = ops.split_strings(self._coarse_text(text))
+        return words, splits
+
+    @tf.autograph.experimental.do_not_convert
+    def coarse_split_with_offsets(self, text):
+        """`coarse_split`, and the byte where each coarse word starts in its string (int64 `[m]`).
+
+        The other ASCII whitespace becomes spaces (one byte for one), and a split at every space gives
+        empty parts between the spaces of a run: so each part starts one byte after the end of the
+        one before it in its string, and the empty ones go.
+        """
+        text = tf.strings.regex_replace(self._coarse_text(text), "[\t\n\r]", " ")
+        parts, rows, splits = ops.split_strings(text, sep=" ")
+        lengths = tf.cast(tf.strings.length(parts), tf.int64)
+        from_first = tf.cumsum(lengths + 1, exclusive=True)
+        starts = from_first - ops.take(from_first, ops.take(splits, rows))
+        words = ops.indices_where(lengths > 0)
+        n = tf.size(text, out_type=tf.int64)
+        return ops.take(parts, words), ops.splits_from_row_ids(ops.take(rows, words), n), ops.take(starts, words)
+
+    def _coarse_text(self, text):
         if self.lowercase:
             text = tf.strings.lower(text)
-        text = tf.strings.regex_replace(text, "[\x0b\x0c]", "\x01")
-        indices, words, _ = tf.raw_ops.StringSplitV2(input=text, sep="")
-        return words, ops.splits_from_row_ids(indices[:, 0], tf.size(text, out_type=tf.int64))
+        return tf.strings.regex_replace(text, "[\x0b\x0c]", "\x01")
 
     @tf.autograph.experimental.do_not_convert
     def normalize_words(self, words):
@@ -211,8 +230,8 @@ def _group_words(elements, element_rows, sources, n_rows):
     kinds = _kinds(elements)
     previous_kinds = tf.concat([[ud.SPACE], kinds[:-1]], axis=0)
     previous_rows = tf.concat([[-1], element_rows[:-1]], axis=0)
-    starts = (element_rows != previous_rows) | (kinds == ud.OWN) | (previous_kinds == ud.OWN) | (
-        previous_kinds == ud.SPACE
+    starts = (
+        (element_rows != previous_rows) | (kinds == ud.OWN) | (previous_kinds == ud.OWN) | (previous_kinds == ud.SPACE)
     )
     in_word = ops.indices_where(kinds != ud.SPACE)
     elements, element_rows, starts, sources = (tf.gather(t, in_word) for t in (elements, element_rows, starts, sources))
@@ -224,9 +243,7 @@ def _group_words(elements, element_rows, sources, n_rows):
     return words, sources
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _normalization_dict(lowercase, strip_accents, split_on_cjk):
     code_points, elements = ud.normalization_table(lowercase, strip_accents, split_on_cjk)
-    return {
-        int(code_point): tuple(int(e) for e in row if e >= 0) for code_point, row in zip(code_points, elements)
-    }
+    return {int(code_point): tuple(int(e) for e in row if e >= 0) for code_point, row in zip(code_points, elements)}

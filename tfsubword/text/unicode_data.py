@@ -2,7 +2,7 @@
 
 Core TensorFlow has no Unicode normalization or case-folding op that matches Python's, so the exact
 behaviour of BERT's `BasicTokenizer` (which is written with `str.lower()`, `unicodedata.normalize("NFD")`
-and `unicodedata.category`) is captured here, once per process, as tables that `text.py` applies in the
+and `unicodedata.category`) is captured here, once per process, as tables that `text/bert.py` applies in the
 graph. Nothing in this module imports TensorFlow.
 
 Every code point becomes a short sequence of *elements*. An element is a code point plus a kind:
@@ -81,7 +81,7 @@ def is_separator(char):
     return char in " \t\n\r" or char in _LINE_SEPARATORS or unicodedata.category(char) == "Zs"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _candidate_code_points():
     """Code points that might need a table entry.
 
@@ -139,10 +139,12 @@ def _may_need_entry(char, lowercase, strip_accents):
         return True  # deleted (U+0000 and the ASCII whitespace are Cc), a separator, or punctuation
     if lowercase and char.lower() != char:
         return True
-    return bool(strip_accents) and (category == "Mn" or unicodedata.combining(char) != 0 or unicodedata.normalize("NFD", char) != char)
+    return bool(strip_accents) and (
+        category == "Mn" or unicodedata.combining(char) != 0 or unicodedata.normalize("NFD", char) != char
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def normalization_table(lowercase, strip_accents, split_on_cjk):
     """The code points whose BERT normalization is not "itself, as a plain word character".
 
@@ -170,7 +172,7 @@ def normalization_table(lowercase, strip_accents, split_on_cjk):
     return np.asarray(code_points, dtype=np.int32), table
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sigma_context_table():
     """Code points that matter to `str.lower()`'s Final_Sigma rule, with their class.
 

@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from tfsubword.matching import Trie, greedy_path
+from tfsubword.trie import Trie, greedy_path
 
 
 def code_points(text):
@@ -68,7 +68,11 @@ def by_end(trie, text, limits, width, *args, columns=None, **kwargs):
     column = tf.range(n, dtype=tf.int64) if columns is None else tf.constant(columns, tf.int64)
     cells = (column + width * n, tf.fill([n], tf.constant(n, tf.int64)), width * n)
     found = trie.matches_by_end(points, tf.constant(word_starts, tf.bool, shape=[n]), width, cells, *args, **kwargs)
-    return tuple(tf.reshape(table, [width, n]) for table in found) if isinstance(found, tuple) else tf.reshape(found, [width, n])
+    return (
+        tuple(tf.reshape(table, [width, n]) for table in found)
+        if isinstance(found, tuple)
+        else tf.reshape(found, [width, n])
+    )
 
 
 def test_every_key_by_where_it_ends():
@@ -157,3 +161,20 @@ def test_walks_from_every_position_in_the_first_steps():
         [low, low, low],  # "xa" is no key: the walk from "x" dies here
         [low, 1, 6],  # "ab", "b"; not "xab" (dead walks stay dead, whatever they read)
     ]
+
+
+def test_double_array_longest_matches_over_bytes():
+    """SentencePiece's trie format walked over UTF-8 bytes: the longest key from each start, and the
+    index of its value among the sorted values."""
+    from tfsubword.files import darts
+    from tfsubword.trie import DoubleArray
+
+    keys = {"a": 10, "ab": 30, "é": 20, "ée": 40}
+    units = darts.build((key.encode("utf-8"), value) for key, value in keys.items())
+    array = DoubleArray(units, sorted(set(keys.values())), max(len(k.encode("utf-8")) for k in keys))
+    data = tf.constant(list("xabéex".encode()), tf.int32)  # x a b é(2 bytes) e x
+    starts = tf.constant([0, 1, 2, 3, 5, 1], tf.int64)
+    limits = tf.constant([8, 8, 8, 8, 8, 2], tf.int64)  # the last walk may not pass byte 2
+    length, value = array.longest_matches(data, starts, limits)
+    assert length.numpy().tolist() == [0, 2, 0, 3, 0, 1]
+    assert value.numpy().tolist() == [-1, 2, -1, 3, -1, 0]

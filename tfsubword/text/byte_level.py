@@ -23,12 +23,12 @@ import functools
 
 import tensorflow as tf
 
-from tfsubword import unicode_classes
+from tfsubword.text import unicode_classes
 
 _MARK = b"\xff"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def byte_to_char():
     """The 256-entry tuple byte -> its character in the byte-level alphabet."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
@@ -43,7 +43,7 @@ def byte_to_char():
     return tuple(chars)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def char_to_byte():
     return {char: byte for byte, char in enumerate(byte_to_char())}
 
@@ -69,7 +69,7 @@ def _class(ranges, negate=False, extra=""):
     return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _patterns():
     spaces = unicode_classes.WHITE_SPACE
     letters, numbers = unicode_classes.LETTERS, unicode_classes.NUMBERS

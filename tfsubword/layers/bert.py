@@ -3,8 +3,12 @@
 import keras
 import tensorflow as tf
 
-from tfsubword.packing import TRUNCATIONS, SegmentPacker
-from tfsubword.wordpiece import WordPieceLayer
+from tfsubword import checks
+from tfsubword.files.vocab import BERT_SPECIAL_TOKENS
+from tfsubword.layers.packing import TRUNCATIONS, SegmentPacker
+from tfsubword.layers.wordpiece import WordPieceLayer
+
+_PAD, _UNK, _CLS, _SEP, _ = BERT_SPECIAL_TOKENS
 
 
 @keras.saving.register_keras_serializable(package="tfsubword")
@@ -16,12 +20,13 @@ class BertPreprocessor(keras.layers.Layer):
     this is exports with `model.export()` and serves from plain TensorFlow.
 
     Args:
-        vocabulary: list of str or the path of a one-token-per-line file.
+        vocabulary: list of str or the path of a one-token-per-line file, for a `WordPieceLayer` with
+            BERT's uncased rules. Pass this or `tokenizer`.
+        tokenizer: a `WordPieceLayer` with a vocabulary and the rules wanted (cased, say). It is saved
+            with the preprocessor.
         sequence_length: int. Defaults to 512.
         truncate: "round_robin" (the default, as keras-hub), "waterfall" or "longest_first" (as Hugging
             Face). See `SegmentPacker`.
-        lowercase, strip_accents, split_on_cjk, max_chars_per_word, unknown_token, suffix_indicator:
-            passed to `WordPieceLayer`.
         cls_token, sep_token, pad_token: str. The special tokens; they must be in the vocabulary, except
             `pad_token` (padding is id 0 without it). Default "[CLS]", "[SEP]", "[PAD]".
 
@@ -36,50 +41,41 @@ class BertPreprocessor(keras.layers.Layer):
     [[0, 0, 0, 0, 1, 1, 0, 0]]
     >>> inputs["padding_mask"].numpy().tolist()
     [[True, True, True, True, True, True, False, False]]
+    >>> cased = BertPreprocessor(tokenizer=WordPieceLayer(vocab, lowercase=False), sequence_length=8)
     """
 
     def __init__(
         self,
         vocabulary=None,
         *,
+        tokenizer=None,
         sequence_length=512,
         truncate="round_robin",
-        lowercase=True,
-        strip_accents=None,
-        split_on_cjk=True,
-        max_chars_per_word=100,
-        unknown_token="[UNK]",
-        suffix_indicator="##",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        pad_token="[PAD]",
+        cls_token=_CLS,
+        sep_token=_SEP,
+        pad_token=_PAD,
         **kwargs,
     ):
-        if truncate not in TRUNCATIONS:
-            raise ValueError(f"`truncate` must be one of {TRUNCATIONS}. Received: truncate={truncate!r}.")
-        if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
-            raise ValueError(f"`sequence_length` must be an int of at least 3. Received: sequence_length={sequence_length!r}.")
+        checks.choice("truncate", truncate, TRUNCATIONS)
+        checks.integer("sequence_length", sequence_length, minimum=3)
         for name, token in (("cls_token", cls_token), ("sep_token", sep_token), ("pad_token", pad_token)):
-            if not isinstance(token, str) or not token:
-                raise ValueError(f"`{name}` must be a non-empty str. Received: {name}={token!r}.")
+            checks.string(name, token)
+        if vocabulary is not None and tokenizer is not None:
+            raise ValueError("Pass `vocabulary` or `tokenizer`, not both: a tokenizer carries its vocabulary.")
+        if tokenizer is not None and not isinstance(tokenizer, WordPieceLayer):
+            raise checks.invalid("tokenizer", tokenizer, "a WordPieceLayer")
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.sequence_length, self.truncate = sequence_length, truncate
         self.cls_token, self.sep_token, self.pad_token = cls_token, sep_token, pad_token
-        self.tokenizer = WordPieceLayer(
-            lowercase=lowercase,
-            strip_accents=strip_accents,
-            split_on_cjk=split_on_cjk,
-            max_chars_per_word=max_chars_per_word,
-            unknown_token=unknown_token,
-            suffix_indicator=suffix_indicator,
-            name="tokenizer",
-        )
+        self.tokenizer = tokenizer if tokenizer is not None else WordPieceLayer(name="tokenizer")
         self.packer = None
         self.built = True
         if vocabulary is not None:
-            self.set_vocabulary(vocabulary)
+            self.tokenizer.set_vocabulary(vocabulary)
+        if self.tokenizer._tokens is not None:
+            self._make_packer()
 
     def set_vocabulary(self, vocabulary):
         self.tokenizer.set_vocabulary(vocabulary)
@@ -120,12 +116,10 @@ class BertPreprocessor(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        tokenizer = self.tokenizer.get_config()
-        config.update({name: tokenizer[name] for name in (
-            "lowercase", "strip_accents", "split_on_cjk", "max_chars_per_word", "unknown_token", "suffix_indicator")})
         config.update(
             {
                 "vocabulary": None,  # saved with the tokenizer, as an asset
+                "tokenizer": keras.layers.serialize(self.tokenizer),
                 "sequence_length": self.sequence_length,
                 "truncate": self.truncate,
                 "cls_token": self.cls_token,
@@ -134,3 +128,9 @@ class BertPreprocessor(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        if isinstance(config.get("tokenizer"), dict):
+            config = {**config, "tokenizer": keras.layers.deserialize(config["tokenizer"])}
+        return cls(**config)

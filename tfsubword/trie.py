@@ -1,4 +1,4 @@
-"""Greedy longest-match-first segmentation in the TensorFlow graph.
+"""Tries in the TensorFlow graph: longest matches from every position of a batch of words at once.
 
 A set of strings becomes a trie whose transitions live in one hash table, keyed by
 `node * 0x110000 + code point`. Matching is done in two vectorized steps over a whole batch of words:
@@ -12,20 +12,24 @@ A set of strings becomes a trie whose transitions live in one hash table, keyed 
 WordPiece is step 1 with a root per position (word start or continuation) and step 2 with "no match"
 meaning failure. A string-rewrite map (a longest-match normalizer) is the same with "no match" meaning
 "copy one character".
+
+`DoubleArray` walks SentencePiece's own trie format (a Darts-clone double array over UTF-8 bytes) with
+gathers: a character map of 200,000 rules stays the few hundred kilobytes its `.model` file holds.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
+from tfsubword import tables
 
 _CODE_POINTS = 0x110000
 # Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
 _NO_CHARACTER = np.int64(-(2**62))
 # `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
 _CHUNK = 4
-# `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters
-# (paired A/B at batch 1024: 3 gained 4% on the 7k-piece model, 4 no more and less on en-1000).
+# `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters:
+# most walks are still alive there, and slices of the text are cheaper than gathers of the live ones.
 _DENSE_STEPS = 3
 
 
@@ -51,15 +55,11 @@ class Trie(tf.Module):
             node_values[node] = value
         self._children = children
         edges = np.array(list(children.keys()), dtype=np.int64).reshape(-1, 2)
-        with tf.init_scope():
-            self._transitions = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    edges[:, 0] * _CODE_POINTS + edges[:, 1], np.fromiter(children.values(), np.int32, len(children))
-                ),
-                default_value=-1,
-            )
-            # The value of each node, indexed by node + 1, so that "no node" (-1) reads -1.
-            self._node_values = tf.constant([-1] + node_values, dtype=tf.int32)
+        self._transitions = tables.hash_table(
+            edges[:, 0] * _CODE_POINTS + edges[:, 1], list(children.values()), -1, tf.int64, tf.int32
+        )
+        # The value of each node, indexed by node + 1, so that "no node" (-1) reads -1.
+        self._node_values = tables.constant([-1] + node_values, tf.int32)
 
     def node(self, prefix):
         """The node reached from the root by `prefix`, or -1 if no key starts with it."""
@@ -109,7 +109,7 @@ class Trie(tf.Module):
                 distinct and within the table.
             weights: optional 1-D tensor indexed by value + 1; its first element is the weight
                 of the cells where no key is. (Built once by the caller: concatenating it here
-                was the largest single op of a batch-1 call in a profile, on 7,000 pieces.)
+                would copy it on every call.)
             single_missing: the value of the cells of one-character keys where no key is.
 
         Returns:
@@ -131,7 +131,9 @@ class Trie(tf.Module):
         # Walks go on into the next character unless it starts another word (or is past the end):
         # there the key is negative, so no transition matches. The loop is unrolled (width is
         # small): a step with no walk left costs little, a loop iteration much more.
-        following = tf.concat([tf.where(word_starts, _NO_CHARACTER, chars), tf.fill([_DENSE_STEPS], _NO_CHARACTER)], axis=0)
+        following = tf.concat(
+            [tf.where(word_starts, _NO_CHARACTER, chars), tf.fill([_DENSE_STEPS], _NO_CHARACTER)], axis=0
+        )
         # Each key found is kept as its cell, found at once from its end and its length k (where
         # an end and a length packed into one number cost a division and two gathers per key).
 
@@ -167,7 +169,9 @@ class Trie(tf.Module):
             node, keys, key_values = first, [], []
             dense = min(width, _DENSE_STEPS)
             for k in range(2, dense + 1):
-                node = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + following[k - 1 : k - 1 + size])
+                node = self._transitions.lookup(
+                    tf.cast(node, tf.int64) * _CODE_POINTS + following[k - 1 : k - 1 + size]
+                )
                 value = ops.take(self._node_values, node + 1)
                 accepted = ops.indices_where(value >= 0)
                 # The cells of keys of k characters, by their first position (a key ends in the text).
@@ -182,7 +186,7 @@ class Trie(tf.Module):
             values.extend(key_values)
         found, values = tf.concat(found, axis=0), tf.concat(values, axis=0)
         # Each cell holds one key at most, so a sum places the values (plus one: 0 is "no key").
-        # Measured: one integer table and a gather beat a second segment op on the weights.
+        # One integer table and a gather: cheaper than a second segment op on the weights.
         ids_plus_one = tf.math.unsorted_segment_sum(values + 1, found, table_size)
         if weights is None:
             return ids_plus_one - 1
@@ -227,6 +231,77 @@ class Trie(tf.Module):
             shape_invariants=(tf.TensorShape([None, 6]), None),
         )
         return kept.concat()
+
+
+class DoubleArray(tf.Module):
+    """A Darts-clone double array (see `tfsubword.files.darts`) for longest matches over UTF-8 bytes.
+
+    Args:
+        units: the array's uint32 units, as a `.model` file's character map holds them; every node a
+            walk can reach must be within them (`sentencepiece_model.charsmap_arrays` checks this).
+        values: the distinct values the keys hold, sorted: a match answers with its value's index here.
+        longest: the longest key, in bytes.
+    """
+
+    def __init__(self, units, values, longest, name=None):
+        super().__init__(name=name)
+        self._units = tables.constant(np.asarray(units, np.uint32).view(np.int32), tf.int32)
+        self._values = tables.constant(values, tf.int64)
+        self._size = len(units)
+        self.longest = int(longest)
+
+    def longest_matches(self, data, starts, limits):
+        """The longest key in `data` (int32 bytes) from each of the positions `starts` (int64 `[k]`), not
+        reaching `limits` (int64 `[k]`, exclusive). Returns its length in bytes (int64 `[k]`, 0 where
+        none) and its value's index (int64 `[k]`, -1 where none)."""
+        k = tf.size(starts, out_type=tf.int64)
+
+        def step(taken, walks, node, length, value):
+            position = ops.take(starts, walks) + taken
+            alive = ops.indices_where(position < ops.take(limits, walks))
+            walks, node, position = (ops.take(t, alive) for t in (walks, node, position))
+            byte = ops.take(data, position)
+            child = tf.bitwise.bitwise_xor(tf.bitwise.bitwise_xor(node, _offset(self._unit(node))), byte)
+            unit = self._unit(child)
+            moved = ops.indices_where((child < self._size) & (tf.bitwise.bitwise_and(unit, _LABEL) == byte))
+            walks, node, unit = (ops.take(t, moved) for t in (walks, child, unit))
+            leaf = ops.indices_where(tf.bitwise.bitwise_and(unit, _HAS_LEAF) > 0)
+            ended = ops.take(walks, leaf)[:, None]
+            base = tf.bitwise.bitwise_xor(ops.take(node, leaf), _offset(ops.take(unit, leaf)))
+            found = tf.cast(tf.bitwise.bitwise_and(self._unit(base), 0x7FFFFFFF), tf.int64)
+            taken += 1
+            length = tf.tensor_scatter_nd_update(length, ended, tf.fill(tf.shape(leaf), taken))
+            value = tf.tensor_scatter_nd_update(value, ended, tf.searchsorted(self._values, found, out_type=tf.int64))
+            return taken, walks, node, length, value
+
+        _, _, _, length, value = tf.while_loop(
+            lambda taken, walks, *_: (taken < self.longest) & (tf.size(walks) > 0),
+            step,
+            (
+                tf.constant(0, tf.int64),
+                tf.range(k),
+                tf.zeros([k], tf.int32),
+                tf.zeros([k], tf.int64),
+                -tf.ones([k], tf.int64),
+            ),
+            shape_invariants=(tf.TensorShape([]), *[tf.TensorShape([None])] * 4),
+        )
+        return length, value
+
+    def _unit(self, positions):
+        """The units at `positions`, read in range (a walk out of range finds a label it does not ask for)."""
+        return ops.take(self._units, tf.minimum(positions, self._size - 1))
+
+
+_HAS_LEAF = 1 << 8
+# A unit's label: its byte, and bit 31, set in leaves (negative in int32), so that no byte matches a leaf.
+_LABEL = np.int32(-(2**31) | 0xFF)
+
+
+def _offset(units):
+    """Where a node's children are, relative to it (int32 units of a double array)."""
+    shift = tf.bitwise.right_shift(tf.bitwise.bitwise_and(units, 1 << 9), 6)
+    return tf.bitwise.left_shift(tf.bitwise.right_shift(tf.bitwise.bitwise_and(units, 0x7FFFFFFF), 10), shift)
 
 
 def greedy_path(jumps, starts, max_steps):

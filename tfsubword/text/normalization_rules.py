@@ -38,7 +38,7 @@ def check_name(name):
     return name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def charsmap(name):
     """The `{source: replacement}` rules called `name`, one of `NAMES` (shared: do not modify them).
 
@@ -60,10 +60,10 @@ def charsmap(name):
     return rules
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def precompiled_charsmap(name):
     """`charsmap(name)` as a `.model` file stores it (`b""` for `identity`). Encoding takes seconds."""
-    from tfsubword.sentencepiece_model import encode_charsmap
+    from tfsubword.files.sentencepiece_model import encode_charsmap
 
     return encode_charsmap(charsmap(name))
 

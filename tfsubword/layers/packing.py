@@ -70,7 +70,9 @@ class SegmentPacker(keras.layers.Layer):
         **kwargs,
     ):
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1:
-            raise ValueError(f"`sequence_length` must be a positive int. Received: sequence_length={sequence_length!r}.")
+            raise ValueError(
+                f"`sequence_length` must be a positive int. Received: sequence_length={sequence_length!r}."
+            )
         if truncate not in TRUNCATIONS:
             raise ValueError(f"`truncate` must be one of {TRUNCATIONS}. Received: truncate={truncate!r}.")
         self._start = _as_ids(start_value, "start_value")
@@ -93,7 +95,9 @@ class SegmentPacker(keras.layers.Layer):
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if not segments:
             raise ValueError("SegmentPacker needs at least one segment.")
-        single_example = not isinstance(segments[0], tf.RaggedTensor) and tf.convert_to_tensor(segments[0]).shape.rank == 1
+        single_example = (
+            not isinstance(segments[0], tf.RaggedTensor) and tf.convert_to_tensor(segments[0]).shape.rank == 1
+        )
         segments = [_as_ragged_batch(segment) for segment in segments]
         if self.truncate == "longest_first" and len(segments) > 2:
             raise ValueError(f"truncate='longest_first' packs one or two segments; received {len(segments)}.")
@@ -129,8 +133,11 @@ class SegmentPacker(keras.layers.Layer):
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
-        shape = (self.sequence_length,) if len(first.shape) == 1 and not getattr(first, "ragged", False) else (
-            first.shape[0], self.sequence_length)
+        shape = (
+            (self.sequence_length,)
+            if len(first.shape) == 1 and not getattr(first, "ragged", False)
+            else (first.shape[0], self.sequence_length)
+        )
         return {
             "token_ids": keras.KerasTensor(shape, dtype=first.dtype),
             "segment_ids": keras.KerasTensor(shape, dtype="int32"),
@@ -175,7 +182,10 @@ def _truncate_rows(segment, keep):
     )
     kept = ops.indices_where(positions < tf.gather(keep, segment.value_rowids()))
     return tf.RaggedTensor.from_value_rowids(
-        tf.gather(segment.flat_values, kept), tf.gather(segment.value_rowids(), kept), nrows=segment.nrows(), validate=False
+        tf.gather(segment.flat_values, kept),
+        tf.gather(segment.value_rowids(), kept),
+        nrows=segment.nrows(),
+        validate=False,
     )
 
 

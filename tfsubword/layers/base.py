@@ -2,19 +2,25 @@
 
 A subclass supplies only the algorithm: `_build(tokens)` to make its tables from a validated token
 list, `_tokenize_strings(strings)` mapping a 1-D string tensor to a `tf.RaggedTensor` of int32 ids
-(and `_tokenize_strings_with_offsets`, the same with byte offsets), and `_detokenize_tokens(tokens)` mapping a `tf.RaggedTensor` `[n, (tokens)]` of token strings to `[n]`
-strings. The shape contract, padding, output dtype, vocabulary accessors, config and asset saving
-live here, once.
+(and `_tokenize_strings_with_offsets`, the same with byte offsets), `_detokenize_tokens(tokens)`
+mapping a `tf.RaggedTensor` `[n, (tokens)]` of token strings to `[n]` strings, and `_special_tokens()`.
+The shape contract, padding, output dtype, vocabulary and special-token accessors, config and asset
+saving live here, once.
 """
 
-import os
+import numbers
 
 import keras
 import tensorflow as tf
 
-from tfsubword import vocab as vocab_lib
+from tfsubword import checks, tables
+from tfsubword import graph_ops as ops
+from tfsubword.files import storage
+from tfsubword.files import vocab as vocab_lib
 
 _VOCABULARY_ASSET = "vocabulary.txt"
+# The encoders take a batch of strings: each is traced once per layer (see `graph_ops.Traced`).
+_STRINGS = [tf.TensorSpec([None], tf.string)]
 
 
 class TokenizerLayer(keras.layers.Layer):
@@ -24,26 +30,22 @@ class TokenizerLayer(keras.layers.Layer):
         vocabulary: list of str, or the path of a one-token-per-line file; the id of a token is its
             position. May be None only to be set later with `set_vocabulary` (as `.keras` loading does).
         sequence_length: int or None. If set, outputs are dense, truncated or padded to this length
-            with the id of `"[PAD]"` (0 if the vocabulary has no `"[PAD]"`). Defaults to None: ragged.
+            with the id of `pad_token` (0 if the vocabulary does not have it). Defaults to None: ragged.
+        pad_token: str. The token whose id pads outputs.
         dtype: an integer dtype for ids, or `"string"` for the tokens themselves. Defaults to "int32".
     """
 
-    _pad_token = "[PAD]"  # padding uses its id (0 without it)
-
-    def __init__(self, vocabulary=None, *, sequence_length=None, dtype="int32", **kwargs):
+    def __init__(self, vocabulary=None, *, sequence_length=None, pad_token=None, dtype="int32", **kwargs):
         if dtype != "string" and not _is_integer_dtype(dtype):
-            raise ValueError(f"`dtype` must be an integer type or 'string'. Received: dtype={dtype!r}.")
-        if sequence_length is not None and (
-            isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1
-        ):
-            raise ValueError(
-                f"`sequence_length` must be a positive int or None. Received: sequence_length={sequence_length!r}."
-            )
+            raise checks.invalid("dtype", dtype, "an integer type or 'string'")
+        checks.integer("sequence_length", sequence_length, optional=True)
+        checks.string("pad_token", pad_token)
         super().__init__(dtype=dtype, **kwargs)
+        self.sequence_length = sequence_length
+        self.pad_token = pad_token
         # Strings stay TensorFlow strings; Python strings and lists are accepted as inputs.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.sequence_length = sequence_length
         self.built = True
         self._tokens = None
         if vocabulary is not None:
@@ -56,10 +58,9 @@ class TokenizerLayer(keras.layers.Layer):
         tokens = self._load_vocabulary(vocabulary)
         self._token_ids = {token: index for index, token in enumerate(tokens)}
         self._tokens = tokens
-        with tf.init_scope():
-            self._token_strings = tf.constant(tokens, dtype=tf.string)
-        self.pad_token_id = self._token_ids.get(self._pad_token, 0)
+        self._token_strings = tables.constant(tokens, tf.string)
         self._build(tokens)
+        self._traced = ops.Traced()
 
     def get_vocabulary(self):
         """The tokens, as a list of str; the id of a token is its position."""
@@ -69,16 +70,40 @@ class TokenizerLayer(keras.layers.Layer):
         return len(self._require_vocabulary())
 
     def id_to_token(self, id):
+        """The token of `id` (an int, numpy integers included)."""
         tokens = self._require_vocabulary()
-        if isinstance(id, bool) or not isinstance(id, int) or not 0 <= id < len(tokens):
+        if isinstance(id, bool) or not isinstance(id, numbers.Integral) or not 0 <= id < len(tokens):
             raise ValueError(f"`id` must be an int in [0, {len(tokens)}). Received: id={id!r}.")
-        return tokens[id]
+        return tokens[int(id)]
 
     def token_to_id(self, token):
         self._require_vocabulary()
         if token not in self._token_ids:
             raise ValueError(f"Token {token!r} is not in the vocabulary.")
         return self._token_ids[token]
+
+    @property
+    def pad_token_id(self):
+        """The id that pads outputs: `pad_token`'s, or 0 when the vocabulary does not have it."""
+        self._require_vocabulary()
+        return self._token_ids.get(self.pad_token, 0)
+
+    @property
+    def unknown_token_id(self):
+        """The id of the token that stands for what the vocabulary cannot spell; None when there is none."""
+        self._require_vocabulary()
+        return self._unknown_token_id()
+
+    @property
+    def special_tokens(self):
+        """The tokens that stand for no text (the unknown token, padding, markers), in id order."""
+        self._require_vocabulary()
+        return sorted(set(self._special_tokens()), key=self._token_ids.get)
+
+    @property
+    def special_token_ids(self):
+        """The ids of `special_tokens`, in the same order."""
+        return [self._token_ids[token] for token in self.special_tokens]
 
     def _require_vocabulary(self):
         if self._tokens is None:
@@ -114,7 +139,7 @@ class TokenizerLayer(keras.layers.Layer):
         """
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
-        return restore(self._finish(self._tokenize_strings(flat)))
+        return restore(self._finish(self._traced("encode", self._tokenize_strings, _STRINGS, flat)))
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, inputs):
@@ -128,14 +153,15 @@ class TokenizerLayer(keras.layers.Layer):
         """
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
-        ids, starts, ends = self._tokenize_strings_with_offsets(flat)
+        ids, starts, ends = self._traced("offsets", self._tokenize_strings_with_offsets, _STRINGS, flat)
         return restore(self._finish(ids)), restore(self._pad(starts, 0)), restore(self._pad(ends, 0))
 
     def _finish(self, ids):
         """Ragged ids -> the output dtype, padded to `sequence_length` if set."""
         if self.compute_dtype == "string":
-            return self._pad(ids.with_flat_values(tf.gather(self._token_strings, ids.flat_values)),
-                             self._tokens[self.pad_token_id])
+            return self._pad(
+                ids.with_flat_values(tf.gather(self._token_strings, ids.flat_values)), self._tokens[self.pad_token_id]
+            )
         return self._pad(tf.cast(ids, self.compute_dtype), self.pad_token_id)
 
     def _pad(self, ragged, value):
@@ -184,14 +210,14 @@ class TokenizerLayer(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"vocabulary": None, "sequence_length": self.sequence_length})
+        config.update({"vocabulary": None, "sequence_length": self.sequence_length, "pad_token": self.pad_token})
         return config
 
     def save_assets(self, dir_path):
-        vocab_lib.write_vocabulary(self._require_vocabulary(), os.path.join(dir_path, _VOCABULARY_ASSET))
+        vocab_lib.write_vocabulary(self._require_vocabulary(), storage.join(dir_path, _VOCABULARY_ASSET))
 
     def load_assets(self, dir_path):
-        self.set_vocabulary(os.path.join(dir_path, _VOCABULARY_ASSET))
+        self.set_vocabulary(storage.join(dir_path, _VOCABULARY_ASSET))
 
     # For subclasses.
 
@@ -206,6 +232,13 @@ class TokenizerLayer(keras.layers.Layer):
         raise NotImplementedError(f"{type(self).__name__} does not give offsets yet; `tokenize` gives the ids.")
 
     def _detokenize_tokens(self, tokens):
+        raise NotImplementedError
+
+    def _unknown_token_id(self):
+        raise NotImplementedError
+
+    def _special_tokens(self):
+        """The special tokens the vocabulary has, in any order."""
         raise NotImplementedError
 
 

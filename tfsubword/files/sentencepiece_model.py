@@ -4,18 +4,19 @@ A `.model` file is a serialized `ModelProto` (protocol buffers, proto2): the pie
 and types, the trainer's settings and the normalizer's. This module decodes the few fields a tokenizer
 needs straight from the wire format, and converts the normalizer's precompiled character map (a
 Darts-clone double-array trie over UTF-8 bytes, followed by the replacement strings, see
-`tfsubword.darts`) to and from a plain `{source: replacement}` dict.
+`tfsubword.files.darts`) to and from a plain `{source: replacement}` dict.
 """
 
 import dataclasses
 import functools
-import os
 import struct
 
 import numpy as np
 
-from tfsubword import darts
+from tfsubword.files import darts, storage
 
+# What stands for a space in pieces (U+2581 LOWER ONE EIGHTH BLOCK), with `escape_whitespaces`.
+SPACE_SYMBOL = "\u2581"
 # ModelProto.SentencePiece.Type
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 _TYPES = {NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE}
@@ -49,17 +50,16 @@ class Model:
 
 def load(source):
     """A `Model` from the path or the bytes of a `.model` file. Raises `ValueError` if it is not one."""
-    if isinstance(source, (bytes, bytearray)):
-        data = bytes(source)
-    else:
-        if not os.path.isfile(source):
-            raise ValueError(f"SentencePiece model file not found: {os.fspath(source)!r}.")
-        with open(source, "rb") as file:
-            data = file.read()
+    data = bytes(source) if isinstance(source, (bytes, bytearray)) else storage.read_bytes(source, "model")
     try:
         return _decode_model(data)
     except (ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
         raise ValueError(f"Not a valid SentencePiece model: {error}") from None
+
+
+def byte_piece(byte):
+    """The name of the piece of one byte in a `byte_fallback` model: `<0x41>` for byte 0x41."""
+    return f"<0x{byte:02X}>"
 
 
 def serialize(pieces, normalizer, model_type="unigram", byte_fallback=False):
@@ -198,8 +198,8 @@ def _varint(data, position):
 
 
 @functools.lru_cache(maxsize=8)
-def decode_charsmap(blob):
-    """The `{source: replacement}` rules of a precompiled character map (shared: do not modify it).
+def _charsmap_entries(blob):
+    """(units int64, [(key bytes, offset)], {offset: replacement}) of a precompiled character map.
 
     Layout: a little-endian uint32 trie size, the Darts-clone double array (uint32 units), then the
     replacement strings, each ending with NUL; a key's value is the offset of its replacement.
@@ -211,13 +211,35 @@ def decode_charsmap(blob):
         raise ValueError("the character map's trie size is invalid")
     units = np.frombuffer(blob[4 : 4 + trie_size], dtype="<u4").astype(np.int64)
     strings = blob[4 + trie_size :]
-    rules = {}
-    for key, offset in darts.items(units):
+    entries = darts.items(units)
+    replacements = {}
+    for _, offset in entries:
         end = strings.find(b"\0", offset)
         if offset >= len(strings) or end < 0:
             raise ValueError("a character map value points outside its strings")
-        rules[key.decode("utf-8")] = strings[offset:end].decode("utf-8")
-    return rules
+        replacements[offset] = strings[offset:end].decode("utf-8")
+    return units, entries, replacements
+
+
+@functools.lru_cache(maxsize=8)
+def decode_charsmap(blob):
+    """The `{source: replacement}` rules of a precompiled character map (shared: do not modify it)."""
+    _, entries, replacements = _charsmap_entries(blob)
+    return {key.decode("utf-8"): replacements[offset] for key, offset in entries}
+
+
+def charsmap_arrays(blob):
+    """A precompiled character map as arrays, for matching in the graph: the double array's units (uint32),
+    the distinct values its keys hold (sorted), the replacement each of those stands for, and the
+    longest key in bytes."""
+    units, entries, replacements = _charsmap_entries(blob)
+    offsets = sorted(replacements)
+    return units.astype(np.uint32), offsets, [replacements[offset] for offset in offsets], _longest_key(blob)
+
+
+@functools.lru_cache(maxsize=8)
+def _longest_key(blob):
+    return max(len(key) for key, _ in _charsmap_entries(blob)[1])
 
 
 # Encoding.

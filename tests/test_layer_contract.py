@@ -1,0 +1,164 @@
+"""Every layer keeps the same contract (`tests/contract.py`): config round trip of every argument,
+direct call == `ds.map` == `ds.batch().map`, `.keras` saving, and serving from plain TensorFlow."""
+
+import pytest
+import tensorflow as tf
+
+from tests import contract
+from tests.test_unigram import model_bytes
+from tests.test_wordpiece import VOCAB
+from tfsubword import BertPreprocessor, BPELayer, SegmentPacker, UnigramLayer, WordPieceLayer
+
+TEXTS = ["The quick brown fox.", "unaffable caf\u00e9 \u4e2d", "", "QUICKLY jumped, fox!", "\xff bad", "a"]
+
+BPE_VOCABULARY = ["<|endoftext|>", "a", "b", "c", "\u0120", "ab", "\u0120ab", "abc", "\u0120c"]
+BPE_MERGES = [("a", "b"), ("\u0120", "ab"), ("ab", "c"), ("\u0120", "c")]
+UNIGRAM_PAIRS = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("<pad>", 0.0), ("\u2581the", -1.0), ("\u2581", -2.0)]
+UNIGRAM_PAIRS += [(c, -3.0) for c in "abcdefghijklmnopqrstuvwxyz.,!TQU"]
+
+
+def wordpiece(**arguments):
+    return WordPieceLayer(VOCAB, **arguments)
+
+
+def unigram(**arguments):
+    return UnigramLayer(UNIGRAM_PAIRS, **arguments)
+
+
+def bpe(**arguments):
+    return BPELayer(BPE_VOCABULARY, BPE_MERGES, **arguments)
+
+
+def bert(**arguments):
+    vocabulary = {} if "tokenizer" in arguments else {"vocabulary": VOCAB}
+    return BertPreprocessor(**vocabulary, **{"sequence_length": 12, **arguments})
+
+
+CHANGED = {
+    WordPieceLayer: (
+        wordpiece,
+        {
+            "lowercase": False,
+            "strip_accents": True,
+            "split_on_cjk": False,
+            "max_chars_per_word": 7,
+            "unknown_token": "[SEP]",
+            "suffix_indicator": "@@",
+            "special_tokens": ("[UNK]", "[SEP]"),
+            "sequence_length": 9,
+            "pad_token": "[SEP]",
+            "dtype": "int64",
+            "name": "pieces",
+        },
+    ),
+    UnigramLayer: (
+        unigram,
+        {
+            "normalization": "nmt_nfkc",
+            "add_dummy_prefix": False,
+            "remove_extra_whitespaces": False,
+            "escape_whitespaces": False,
+            "unknown_token": "<s>",
+            "control_tokens": ("</s>",),
+            "sequence_length": 9,
+            "pad_token": "</s>",
+            "dtype": "string",
+            "name": "pieces",
+        },
+    ),
+    BPELayer: (
+        bpe,
+        {
+            "byte_level": False,
+            "unknown_token": "c",
+            "special_tokens": ("a",),
+            "sequence_length": 9,
+            "pad_token": "b",
+            "dtype": "int16",
+            "name": "pieces",
+        },
+    ),
+    BertPreprocessor: (
+        bert,
+        {
+            "tokenizer": WordPieceLayer(VOCAB, lowercase=False, max_chars_per_word=9, name="cased"),
+            "sequence_length": 7,
+            "truncate": "waterfall",
+            "cls_token": "[SEP]",
+            "sep_token": "[CLS]",
+            "pad_token": "[UNK]",
+            "name": "inputs",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("layer_class", list(CHANGED), ids=lambda c: c.__name__)
+def test_config_round_trips_every_argument(layer_class):
+    make, changed = CHANGED[layer_class]
+    contract.check_config(layer_class, make, changed)
+
+
+def unigram_model_file(**arguments):
+    return UnigramLayer(model_bytes("shared"), **arguments)
+
+
+@pytest.mark.parametrize(
+    "make, sequence_length",
+    [
+        (wordpiece, None),
+        (wordpiece, 5),
+        (bpe, None),
+        (bpe, 5),
+        (unigram_model_file, None),
+        pytest.param(unigram_model_file, 5, marks=pytest.mark.full),
+        pytest.param(unigram, None, marks=pytest.mark.full),
+        pytest.param(unigram, 5, marks=pytest.mark.full),
+    ],
+    ids=lambda value: getattr(value, "__name__", str(value)),
+)
+def test_calls_and_keras_saving_agree(make, sequence_length, tmp_path):
+    layer = make(sequence_length=sequence_length)
+    contract.check_calls_agree(layer, TEXTS)
+    contract.check_keras_saving(layer, TEXTS, tmp_path)
+
+
+def test_bert_preprocessor_calls_and_saving_agree(tmp_path):
+    layer = bert()
+    contract.check_calls_agree(layer, TEXTS)
+    contract.check_calls_agree(layer, (TEXTS, TEXTS[::-1]))
+    contract.check_keras_saving(layer, TEXTS, tmp_path)
+    contract.check_keras_saving(layer, (TEXTS, TEXTS[::-1]), tmp_path)
+
+
+def test_segment_packer_calls_agree():
+    packer = SegmentPacker(6, start_value=1, end_value=2)
+    direct = packer((tf.ragged.constant([[5, 6, 7], [], [8]]), tf.ragged.constant([[9], [10, 11], []])))
+    dataset = tf.data.Dataset.from_tensor_slices(([[5, 6, 7], [0, 0, 0], [8, 0, 0]], [[9, 0], [10, 11], [0, 0]]))
+    lengths = tf.data.Dataset.from_tensor_slices(([3, 0, 1], [1, 2, 0]))
+    rows = tf.data.Dataset.zip(dataset, lengths).map(
+        lambda ids, n: packer(
+            (
+                tf.RaggedTensor.from_tensor(ids[0][None], n[0][None]),
+                tf.RaggedTensor.from_tensor(ids[1][None], n[1][None]),
+            )
+        )
+    )
+    single = {key: [row[key][0].numpy().tolist() for row in rows] for key in direct}
+    assert single == contract.as_lists(direct)
+    assert SegmentPacker.from_config(packer.get_config()).get_config() == packer.get_config()
+
+
+def test_wordpiece_serves_from_plain_tensorflow(tmp_path):
+    """The quick tier's serving check."""
+    contract.check_serving(wordpiece(sequence_length=8), TEXTS, tmp_path)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize(
+    "make",
+    [unigram_model_file, bpe, bert],
+    ids=lambda make: make.__name__,
+)
+def test_serves_from_plain_tensorflow(make, tmp_path):
+    contract.check_serving(make(**({} if make is bert else {"sequence_length": 8})), TEXTS, tmp_path)

@@ -1,0 +1,1 @@
+"""Vocabulary and model files: read, validated, written atomically. No TensorFlow graph code here."""

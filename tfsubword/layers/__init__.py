@@ -1,0 +1,1 @@
+"""The Keras layers: `TokenizerLayer` (`base`) and the tokenizers built on it, then packing."""

@@ -1,0 +1,166 @@
+"""`BPELayer`: byte-pair encoding in the graph, with Hugging Face `tokenizers`' exact merge order.
+
+Text is cut into words by GPT-2's pre-tokenizer (`text.byte_level`), each distinct word is merged by
+`segment.bpe` (or looked up whole), and the words read their tokens back (`words`).
+"""
+
+import keras
+import tensorflow as tf
+
+from tfsubword import checks, tables, words
+from tfsubword.files import storage
+from tfsubword.files import vocab as vocab_lib
+from tfsubword.files.vocab import GPT2_SPECIAL_TOKENS
+from tfsubword.layers.base import TokenizerLayer
+from tfsubword.segment.bpe import BytePairEncoding
+from tfsubword.text import byte_level as byte_level_lib
+
+_VOCABULARY_ASSET = "vocab.json"
+_MERGES_ASSET = "merges.json"
+
+
+@keras.saving.register_keras_serializable(package="tfsubword")
+class BPELayer(TokenizerLayer):
+    """Tokenize text with byte-pair encoding, exactly as Hugging Face's `ByteLevelBPETokenizer` does.
+
+    Text is split by GPT-2's pre-tokenizer (`add_prefix_space=False`), each word is written as bytes
+    and the merges are applied in rank order. Only core TensorFlow ops run, so a model holding this
+    layer serves wherever plain TensorFlow runs.
+
+    Args:
+        vocabulary: a list of tokens (id = position), a dict token -> id (ids 0..n-1), or the path of a
+            `vocab.json` (or of a one-token-per-line file).
+        merges: a list of `(left, right)` pairs (or `"left right"` strings) in rank order, or the path
+            of a `merges.txt` (or of a `.json` list of pairs). Both tokens of a merge and their
+            concatenation must be in the vocabulary. A pair listed twice keeps its last rank, as in
+            Hugging Face.
+        byte_level: bool. True (the default): words are bytes, written in GPT-2's byte alphabet
+            (`Ġ` for a space). False: words are characters, and tokens are plain text.
+        unknown_token: str or None. What a byte (or character) that is not in the vocabulary becomes.
+            None (the default, as Hugging Face's byte-level models): it is dropped. A vocabulary with
+            every byte symbol (`train_bpe(..., full_alphabet=True)`) never drops anything.
+        special_tokens: the tokens that stand for no text (`special_tokens` of the layer, with the
+            unknown and padding tokens). None: GPT-2's `<|endoftext|>` if the vocabulary has it;
+            others must be in it.
+        sequence_length: int or None. If set, outputs are dense, padded with `pad_token`'s id
+            (0 when it is absent). Defaults to None (ragged).
+        pad_token: str. Defaults to "<|endoftext|>", GPT-2's only special token.
+        dtype: an integer dtype, or "string" for the tokens themselves. Defaults to "int32".
+
+    Special tokens in the text are not recognized: text is always text.
+
+    Examples:
+
+    >>> layer = BPELayer(["a", "b", "Ġ", "ab", "Ġab"], [("a", "b"), ("Ġ", "ab")])
+    >>> layer(["ab ab", "ba"]).to_list()
+    [[3, 4], [1, 0]]
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        merges=None,
+        *,
+        byte_level=True,
+        unknown_token=None,
+        special_tokens=None,
+        sequence_length=None,
+        pad_token=GPT2_SPECIAL_TOKENS[0],
+        dtype="int32",
+        **kwargs,
+    ):
+        self.byte_level = checks.boolean("byte_level", byte_level)
+        self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
+        self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
+        if (vocabulary is None) != (merges is None):
+            raise ValueError("Pass both `vocabulary` and `merges`, or neither (to set them later).")
+        self._pending_merges = merges
+        super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
+
+    # Vocabulary.
+
+    def set_vocabulary(self, vocabulary, merges=None):
+        """Replace the vocabulary and the merges, and rebuild the tables."""
+        if merges is None:
+            merges, self._pending_merges = self._pending_merges, None
+        if merges is None:
+            raise ValueError("BPELayer needs `merges` with its vocabulary.")
+        self._merges = vocab_lib.read_merges(merges)
+        super().set_vocabulary(vocabulary)
+
+    def get_merges(self):
+        """The merges, as a list of `(left, right)` pairs in rank order."""
+        self._require_vocabulary()
+        return list(self._merges)
+
+    def _load_vocabulary(self, vocabulary):
+        tokens = vocab_lib.as_token_list(vocabulary)
+        present = set(tokens)
+        if self.unknown_token is not None and self.unknown_token not in present:
+            raise ValueError(f"The vocabulary does not contain the unknown token {self.unknown_token!r}.")
+        for token in self.given_special_tokens or ():
+            if token not in present:
+                raise ValueError(
+                    f"The vocabulary does not contain the special token {token!r} named in `special_tokens`."
+                )
+        return tokens
+
+    def _build(self, tokens):
+        unknown = self._token_ids[self.unknown_token] if self.unknown_token is not None else -1
+        self._segmenter = BytePairEncoding(tokens, self._merges, self.byte_level, unknown)
+        # Detokenizing writes each token's bytes (tokens outside the byte alphabet: their text).
+        decoded = [
+            data if data is not None else t.encode("utf-8") for data, t in zip(self._segmenter.token_bytes, tokens)
+        ]
+        self._token_ids_table = tables.hash_table(
+            [t.encode("utf-8") for t in tokens], range(len(tokens)), -1, tf.string, tf.int64
+        )
+        self._token_bytes = tables.constant(decoded, tf.string)
+
+    def _unknown_token_id(self):
+        return None if self.unknown_token is None else self._token_ids[self.unknown_token]
+
+    def _special_tokens(self):
+        given = GPT2_SPECIAL_TOKENS if self.given_special_tokens is None else self.given_special_tokens
+        candidates = (*given, self.unknown_token, self.pad_token)
+        return [token for token in candidates if token is not None and token in self._token_ids]
+
+    # Encoding.
+
+    def _tokenize_strings(self, strings):
+        split = byte_level_lib.split_words(strings)
+        ids, splits = words.encode(
+            split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
+        )
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def _detokenize_tokens(self, tokens):
+        """Tokens -> text: each token's bytes joined (byte-level symbols back to bytes), with invalid
+        UTF-8 (a cut inside a character) replaced by U+FFFD, as Hugging Face's ByteLevel decoder."""
+        ids = self._token_ids_table.lookup(tokens.flat_values)
+        data = tf.gather(self._token_bytes, tf.maximum(ids, 0))
+        data = tf.where(ids >= 0, data, tokens.flat_values)
+        text = tf.strings.reduce_join(tokens.with_flat_values(data), axis=-1)
+        return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+    # Saving.
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "merges": None,
+                "byte_level": self.byte_level,
+                "unknown_token": self.unknown_token,
+                "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
+            }
+        )
+        return config
+
+    def save_assets(self, dir_path):
+        tokens = self._require_vocabulary()
+        vocab_lib.write_vocab_json(tokens, storage.join(dir_path, _VOCABULARY_ASSET))
+        vocab_lib.write_merges(self._merges, storage.join(dir_path, _MERGES_ASSET))
+
+    def load_assets(self, dir_path):
+        self.set_vocabulary(storage.join(dir_path, _VOCABULARY_ASSET), storage.join(dir_path, _MERGES_ASSET))

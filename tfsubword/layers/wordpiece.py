@@ -1,0 +1,185 @@
+"""`WordPieceLayer`: BERT's tokenizer (basic tokenization + greedy WordPiece) in the graph, core ops only."""
+
+import keras
+import tensorflow as tf
+
+from tfsubword import checks, words
+from tfsubword import graph_ops as ops
+from tfsubword.files.vocab import BERT_SPECIAL_TOKENS
+from tfsubword.layers.base import TokenizerLayer
+from tfsubword.segment.wordpiece import WordPiece
+from tfsubword.text.bert import BertNormalizer
+
+
+@keras.saving.register_keras_serializable(package="tfsubword")
+class WordPieceLayer(TokenizerLayer):
+    """Tokenize text into WordPiece ids exactly as Google's BERT tokenizer does.
+
+    Text is cleaned, split on whitespace and punctuation (and around CJK ideographs), optionally
+    lowercased and stripped of accents (BERT's `BasicTokenizer`), then each word is split into the
+    longest vocabulary pieces from the left, continuation pieces carrying `suffix_indicator`
+    (`WordpieceTokenizer`). A word with any part not in the vocabulary, or longer than
+    `max_chars_per_word` characters, becomes one `unknown_token`. Everything runs on core TensorFlow
+    ops, so a model that contains this layer serves wherever plain TensorFlow runs.
+
+    Args:
+        vocabulary: list of str, or the path of a one-token-per-line file (or of a `vocab.json`);
+            ids are positions.
+        lowercase: bool. Lowercase the text (Python's `str.lower()`). Defaults to True.
+        strip_accents: bool or None. Remove accents (NFD, then drop nonspacing marks). None follows
+            `lowercase`, as BERT does. Defaults to None.
+        split_on_cjk: bool. Make each CJK ideograph a word of its own. Defaults to True.
+        max_chars_per_word: int. Longer words become `unknown_token`. Defaults to 100, as in the
+            released BERT checkpoints.
+        unknown_token: str. The token for words that cannot be pieced together; it must be in the
+            vocabulary. Defaults to "[UNK]".
+        suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
+        special_tokens: the tokens that stand for no text (`special_tokens` of the layer, with the
+            unknown and padding tokens). None: BERT's `[PAD] [UNK] [CLS] [SEP] [MASK]`, those the
+            vocabulary has; others must be in it. As in BERT, they are not recognized in the text.
+        sequence_length: int or None. If set, the output is a dense `[..., sequence_length]` tensor,
+            truncated or padded with the id of `pad_token` (0 if absent). Defaults to None (ragged).
+        pad_token: str. Defaults to "[PAD]".
+        dtype: an integer dtype, or "string" to return tokens instead of ids. Defaults to "int32".
+
+    Examples:
+
+    >>> vocab = ["[PAD]", "[UNK]", "the", "qu", "##ick", "fox", "."]
+    >>> layer = WordPieceLayer(vocab)
+    >>> layer("The quick fox.").numpy()
+    array([2, 3, 4, 5, 6], dtype=int32)
+    >>> layer(["The quick fox.", "the fox"]).to_list()
+    [[2, 3, 4, 5, 6], [2, 5]]
+    >>> WordPieceLayer(vocab, sequence_length=4)(["the fox"]).numpy()
+    array([[2, 5, 0, 0]], dtype=int32)
+    >>> WordPieceLayer(vocab, dtype="string")("The quickest fox").numpy()
+    array([b'the', b'[UNK]', b'fox'], dtype=object)
+    >>> layer.detokenize([2, 3, 4, 5, 6]).numpy()
+    b'the quick fox .'
+    >>> layer.special_tokens, layer.special_token_ids
+    (['[PAD]', '[UNK]'], [0, 1])
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        *,
+        lowercase=True,
+        strip_accents=None,
+        split_on_cjk=True,
+        max_chars_per_word=100,
+        unknown_token="[UNK]",
+        suffix_indicator="##",
+        special_tokens=None,
+        sequence_length=None,
+        pad_token="[PAD]",
+        dtype="int32",
+        **kwargs,
+    ):
+        self.lowercase = checks.boolean("lowercase", lowercase)
+        self.strip_accents = checks.boolean("strip_accents", strip_accents, optional=True)
+        self.split_on_cjk = checks.boolean("split_on_cjk", split_on_cjk)
+        self.max_chars_per_word = checks.integer("max_chars_per_word", max_chars_per_word)
+        self.unknown_token = checks.string("unknown_token", unknown_token)
+        self.suffix_indicator = checks.string("suffix_indicator", suffix_indicator, empty=True)
+        self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
+        super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
+
+    def _validate_vocabulary(self, tokens):
+        present = set(tokens)
+        if self.unknown_token not in present:
+            raise ValueError(
+                f"The vocabulary does not contain the unknown token {self.unknown_token!r} "
+                "(set `unknown_token` to a token that it contains)."
+            )
+        for token in self.given_special_tokens or ():
+            if token not in present:
+                raise ValueError(
+                    f"The vocabulary does not contain the special token {token!r} named in `special_tokens`."
+                )
+
+    def _build(self, tokens):
+        self._normalizer = BertNormalizer(self.lowercase, self.strip_accents, self.split_on_cjk)
+        # Coarse words that are normalized vocabulary words need neither normalization nor matching.
+        whole_words = [
+            (token, index)
+            for index, token in enumerate(tokens)
+            if len(token) <= self.max_chars_per_word and self._normalizer.is_normalized_word(token)
+        ]
+        self._segmenter = WordPiece(
+            tokens, self._token_ids[self.unknown_token], self.suffix_indicator, self.max_chars_per_word, whole_words
+        )
+
+    def _unknown_token_id(self):
+        return self._token_ids[self.unknown_token]
+
+    def _special_tokens(self):
+        given = BERT_SPECIAL_TOKENS if self.given_special_tokens is None else self.given_special_tokens
+        return [token for token in (*given, self.unknown_token, self.pad_token) if token in self._token_ids]
+
+    def _tokenize_strings(self, strings):
+        coarse, line_splits = self._normalizer.coarse_split(strings)
+        ids, splits = words.encode(coarse, line_splits, self._pieces_of_coarse_words, self._segmenter.whole_words)
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def _tokenize_strings_with_offsets(self, strings):
+        coarse, line_splits, word_starts = self._normalizer.coarse_split_with_offsets(strings)
+        ids, starts, ends, splits = words.encode(
+            coarse, line_splits, self._spans_of_coarse_words, self._segmenter.whole_words, word_starts
+        )
+        ids = tf.cast(ids, tf.int32)
+        return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
+
+    def _pieces_of_coarse_words(self, coarse):
+        """`[k]` coarse words -> their pieces (ids int32, row splits int64), one row per coarse word."""
+        normalized = self._normalizer.normalize_words(coarse)
+        word_splits, char_splits = normalized.nested_row_splits
+        ids, piece_splits = self._segmenter.segment(normalized.flat_values, char_splits)
+        return ids, ops.take(piece_splits, word_splits)
+
+    def _spans_of_coarse_words(self, coarse):
+        """`_pieces_of_coarse_words` as int64 rows of (id, first byte, end byte) within each coarse word:
+        through lowercasing, accent stripping and deleted characters, a piece spans from its first
+        character's first byte to its last character's last byte."""
+        code_points, byte_starts, splits = ops.decode_utf8_with_offsets(coarse)
+        normalized, sources = self._normalizer.normalize_code_points(code_points, splits)
+        word_splits, char_splits = normalized.nested_row_splits
+        pieces, piece_splits = self._segmenter.segment(normalized.flat_values, char_splits, spans=True)
+        ids, first_char, end_char = tf.unstack(pieces, num=3, axis=1)
+        # A character ends where the next one of its coarse word starts, or where the word ends.
+        word_of_char = ops.row_ids(splits)
+        last = tf.range(tf.size(code_points, out_type=tf.int64)) == ops.take(splits[1:] - 1, word_of_char)
+        word_lengths = tf.cast(tf.strings.length(coarse), tf.int64)
+        byte_ends = tf.where(last, ops.take(word_lengths, word_of_char), tf.concat([byte_starts[1:], [0]], axis=0))
+        starts = ops.take(byte_starts, ops.take(sources, tf.cast(first_char, tf.int64)))
+        ends = ops.take(byte_ends, ops.take(sources, tf.cast(end_char, tf.int64) - 1))
+        return tf.stack([tf.cast(ids, tf.int64), starts, ends], axis=1), ops.take(piece_splits, word_splits)
+
+    def _detokenize_tokens(self, tokens):
+        """Join tokens with spaces, and continuation pieces to the piece before them without their prefix."""
+        indicator_length = len(self.suffix_indicator.encode("utf-8"))
+        flat = tokens.flat_values
+        lengths = tf.strings.length(flat)
+        continuation = (tf.strings.substr(flat, 0, indicator_length) == self.suffix_indicator) & (
+            lengths > indicator_length
+        )
+        skipped = tf.where(continuation, indicator_length, 0)
+        text = tf.strings.substr(flat, skipped, lengths - skipped)
+        first = tf.range(tf.size(flat, out_type=tf.int64)) == tf.gather(tokens.row_starts(), tokens.value_rowids())
+        text = tf.where(continuation | first, text, tf.strings.join([" ", text]))
+        return tf.strings.reduce_join(tokens.with_flat_values(text), axis=-1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "lowercase": self.lowercase,
+                "strip_accents": self.strip_accents,
+                "split_on_cjk": self.split_on_cjk,
+                "max_chars_per_word": self.max_chars_per_word,
+                "unknown_token": self.unknown_token,
+                "suffix_indicator": self.suffix_indicator,
+                "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
+            }
+        )
+        return config

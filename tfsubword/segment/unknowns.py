@@ -1,0 +1,50 @@
+"""Unknown pieces as SentencePiece gives them: a character no piece covers is an unknown piece of its
+own while segmenting; then consecutive unknown pieces of a row become one, or, in a model with byte
+fallback, each becomes the byte pieces of its character's UTF-8.
+"""
+
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+
+
+def merge_unknowns(ids, splits, unknown_id):
+    """Consecutive unknown pieces of a row become one."""
+    merged = merged_unknowns(ids, splits, unknown_id)
+    return ops.take(ids, ops.indices_where(~merged)), less_dropped(splits, ops.indices_where(merged))
+
+
+def merged_unknowns(ids, splits, unknown_id):
+    """Whether each piece is an unknown one after another of its row (`splits`: row splits, int64),
+    which goes when consecutive unknown pieces become one."""
+    size = tf.size(ids, out_type=tf.int64)
+    unknown = ids == unknown_id
+    # Mark where rows start (a start repeats for an empty row; a last one can be `size`).
+    row_starts = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None] + 1)[:-1] > 0
+    return unknown & tf.concat([[False], unknown], axis=0)[:size] & ~row_starts
+
+
+def less_dropped(splits, dropped):
+    """Row `splits` (int64) with the values at the sorted positions `dropped` (int64) taken out."""
+    return splits - tf.searchsorted(dropped, splits, out_type=tf.int64)
+
+
+def unknowns_as_bytes(ids, characters, unknown_id, byte_ids):
+    """SentencePiece's byte fallback: each unknown piece becomes the byte pieces of the UTF-8 of
+    its character (`characters`: the first character of each piece, int32). Returns the new ids,
+    the splits (int64) grouping them by old piece, and for each new piece its old piece and whether
+    it is the last of them."""
+    unknown = ids == unknown_id
+    lengths = tf.where(unknown, 1 + sum(tf.cast(characters >= bound, tf.int32) for bound in (0x80, 0x800, 0x10000)), 1)
+    piece_splits = tf.concat([[0], tf.cumsum(tf.cast(lengths, tf.int64))], axis=0)
+    old = ops.row_ids(piece_splits)
+    index = tf.cast(tf.range(piece_splits[-1]) - ops.take(piece_splits, old), tf.int32)  # of the byte in its character
+    length, character = ops.take(lengths, old), ops.take(characters, old)
+    bits = tf.bitwise.right_shift(character, 6 * (length - 1 - index))
+    # A lead byte marks the length (none for one byte); the others hold 6 bits each after 0b10.
+    lead_marks = tf.constant([0, 0, 0xC0, 0xE0, 0xF0], tf.int32)
+    byte = tf.where(index == 0, ops.take(lead_marks, length) | bits, 0x80 | (bits & 0x3F))
+    from_unknown = ops.take(unknown, old)
+    # Elsewhere `byte` is a whole code point, perhaps past the table: read entry 0 there instead.
+    new_ids = tf.where(from_unknown, ops.take(byte_ids, tf.where(from_unknown, byte, 0)), ops.take(ids, old))
+    return new_ids, piece_splits, old, index == length - 1

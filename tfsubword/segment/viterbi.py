@@ -1,0 +1,224 @@
+"""`Viterbi`: texts or words -> the pieces of a unigram model, exactly as SentencePiece's encoder gives them.
+
+A line is segmented by the best path through it (`lattice`). Lines are long and repeat their words, so
+when no piece holds a space symbol after its first character (then every path passes through each word
+start), the distinct words are segmented instead, in double precision with the lead of each choice
+over the runner-up, and the few words near a tie are segmented again exactly where they stand in their
+line (`viterbi_exact`). By size: few short words (a text or two) take the unrolled pass, and words of
+more than 64 bytes (text without spaces) are first cut where no piece crosses.
+"""
+
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+from tfsubword import tables
+from tfsubword import words as words_lib
+from tfsubword.segment import unknowns, viterbi_exact
+from tfsubword.segment.lattice import Lattice
+from tfsubword.text.sentencepiece import word_starts
+
+# Inputs of at most this many cells (rows x steps x piece lengths) whose rows have at most this many
+# characters are segmented by `Lattice.unrolled_paths` (its graph holds a few ops per step).
+_UNROLLED_CELLS = 1 << 15
+_UNROLLED_STEPS = 16
+# Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
+# `segment_words`): the Viterbi loop takes one step per character of the longest word.
+_CUT_WORDS_LONGER_THAN = 64
+_CODE_POINT_BITS = 21  # U+10FFFF fits: the key of two code points side by side (`_pair_keys`) is below 1 << 42
+
+
+class Viterbi(tf.Module):
+    """The pieces `keys` (with their `ids`) of a unigram model and their scores on a path (`path_scores`,
+    one per id, see `Lattice`); `piece_chars`: the characters each id covers (the unknown piece: one);
+    `byte_ids`: with byte fallback, the ids of the 256 byte pieces; `space`: the code point of the
+    space symbol when words can be segmented one by one (no piece holds it after its start), else None.
+    """
+
+    def __init__(
+        self, keys, ids, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, name=None
+    ):
+        super().__init__(name=name)
+        self.lattice = Lattice(keys, ids, path_scores, unknown_id, max_piece_chars, strings=space is not None)
+        self._unknown_id = int(unknown_id)
+        self._space = space
+        self.by_words = space is not None
+        self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
+        self.byte_ids = None if byte_ids is None else tables.constant(byte_ids, tf.int32, shape=[256])
+        if self.by_words:
+            # The pairs of characters side by side in a piece, for `_cut_words`: no piece crosses
+            # between two characters that are not one of them.
+            pairs = sorted(
+                {(ord(key[i - 1]) << _CODE_POINT_BITS) | ord(key[i]) for key in keys for i in range(1, len(key))}
+            )
+            self._pairs = tables.hash_table(pairs, [1] * len(pairs), 0, tf.int64, tf.int32)
+
+    def __call__(self, code_points, splits, merge=True):
+        """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
+        `merge`, each unknown character stays an unknown piece of its own (see `_unknowns`)."""
+        if self._space is None:
+            ids, id_splits = self._exact(code_points, splits, merge)
+        else:
+            starts, word_splits = word_starts(code_points, splits, self._space)
+            ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
+            words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
+            word_lines = ops.row_ids(word_splits)
+            ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
+        return ids, id_splits
+
+    def segment_words(self, words, word_splits, word_lines, merge=True, distinct=False, occurrences=None):
+        """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
+        into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
+        int64). With `occurrences` (int64), the words are `words[occurrences]`, as
+        `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
+        of its words once (it should hold few repeats). With `distinct`, also the distinct words
+        (the words segmented) with their `▁`: a dict of their code points ("values", int32), the
+        byte where each starts in its word ("starts", int64), their row splits ("splits") and the
+        distinct word of each word ("occurrence", int64).
+
+        Without `distinct`, given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text
+        without spaces) are first cut between each two characters that no piece holds side by side:
+        no piece crosses there, so every path passes through those places, as through word starts,
+        and the parts are segmented as words are."""
+        space = chr(self._space)
+        if distinct or occurrences is None:
+            return self._by_words(
+                words, word_splits, word_lines, prefix=space, merge=merge, distinct=distinct, occurrences=occurrences
+            )
+        words = tf.strings.join([space, words])
+        longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
+        words, occurrences, word_splits, word_lines = ops.rare_cond(
+            longest > _CUT_WORDS_LONGER_THAN,
+            lambda: self._cut_words(words, occurrences, word_splits),
+            lambda: (words, occurrences, word_splits, word_lines),
+        )
+        return self._by_words(words, word_splits, word_lines, prefix="", merge=merge, occurrences=occurrences)
+
+    def _cut_words(self, words, occurrences, word_splits):
+        """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
+        splits of the occurrences -> the same for the parts, the parts' distinct strings as words.
+        Only the words that occur are cut: the pool also holds the words of lines as split before
+        they were normalized (see `SentencePieceNormalizer.word_pool`), which in text without spaces
+        are whole lines that nothing reads (in the Japanese novel, half of the characters)."""
+        used, occurrences = tf.unique(occurrences, out_idx=tf.int64)
+        # Decoded in halves, which run at once (one thread each).
+        values, splits = ops.ragged_in_halves(ops.decode_utf8, ops.take(words, used))
+        size = tf.size(values, out_type=tf.int64)
+        # Each character with the one before it (the first of all: with code point 0, which a cut
+        # before a `▁` makes moot).
+        apart = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
+        # Also before each `▁` (no piece holds one after its start), which starts every word.
+        starts = ops.indices_where(apart | (values == self._space))
+        distinct_parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
+        # The parts of each word: a range of `parts`, from the part where the word starts.
+        part_splits = tf.searchsorted(starts, splits, out_type=tf.int64)
+        part_of_occurrence, occurrence_splits = ops.gather_rows(part, part_splits, occurrences)
+        line_splits = ops.take(occurrence_splits, word_splits)
+        return distinct_parts, part_of_occurrence, line_splits, ops.row_ids(line_splits)
+
+    def _exact(self, code_points, splits, merge=True):
+        paths = self.lattice.best_paths(code_points, splits, tf.float32)
+        ids_splits = ops.splits_from_row_ids(paths["rows"], tf.size(splits, out_type=tf.int64) - 1)
+        return self._unknowns(paths["piece"], ids_splits, code_points) if merge else (paths["piece"], ids_splits)
+
+    def _unknowns(self, ids, splits, code_points):
+        """Unknown pieces (one per character) as SentencePiece gives them: consecutive ones merged
+        into one, or with byte fallback each replaced by the byte pieces of its character's UTF-8.
+        `code_points`: the text the rows of pieces cover."""
+        if self.byte_ids is None:
+            return unknowns.merge_unknowns(ids, splits, self._unknown_id)
+        # The pieces cover their rows in order: a running sum of their lengths says where each starts.
+        characters = ops.take(code_points, tf.cumsum(ops.take(self.piece_chars, ids), exclusive=True))
+        ids, piece_splits, _, _ = unknowns.unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
+        return ids, ops.take(piece_splits, splits)
+
+    def _by_words(self, words, line_word_splits, word_lines, prefix, merge=True, distinct=False, occurrences=None):
+        if occurrences is None:
+            distinct_words, occurrence = words_lib.distinct(words)
+        else:
+            distinct_words, occurrence = words, occurrences
+        n_distinct = tf.size(distinct_words, out_type=tf.int64)
+        decode = ops.decode_utf8_with_offsets if distinct else ops.decode_utf8
+
+        def decoded(words):
+            return decode(tf.strings.join([prefix, words]) if prefix else words)
+
+        # Decoded in halves, which run at once: one decode op runs on one thread.
+        # (code points, [byte starts if `distinct`], row splits)
+        decoded_words = ops.ragged_in_halves(decoded, distinct_words)
+        distinct_values, distinct_splits = decoded_words[0], decoded_words[-1]
+
+        paths = self._word_paths(distinct_values, distinct_splits)
+        path_words = paths["rows"]
+        smallest_gap = tf.math.unsorted_segment_min(paths["gap"], path_words, n_distinct)
+        # Unknown pieces are merged within words here; across words below, only if a word starts with one.
+        raw = paths["piece"], ops.splits_from_row_ids(path_words, n_distinct)
+        pieces, piece_splits = self._unknowns(*raw, distinct_values) if merge else raw
+        length = distinct_splits[1:] - distinct_splits[:-1]
+        suspects = viterbi_exact.suspects(self.lattice, smallest_gap, length, occurrence, word_lines)
+
+        def segment_fragile_again():
+            fragile = viterbi_exact.fragile(
+                self.lattice, suspects, occurrence, word_lines, line_word_splits, paths["total"], smallest_gap, length
+            )
+
+            def redo():
+                redone, redone_splits, word_values = viterbi_exact.segment_again(
+                    self.lattice,
+                    fragile,
+                    occurrence,
+                    word_lines,
+                    line_word_splits,
+                    raw,
+                    (distinct_values, distinct_splits),
+                )
+                if merge:
+                    redone, redone_splits = self._unknowns(redone, redone_splits, word_values)
+                table = tf.concat([pieces, redone], axis=0)
+                table_splits = tf.concat([piece_splits, piece_splits[-1] + redone_splits[1:]], axis=0)
+                k = tf.size(fragile, out_type=tf.int64)
+                return (
+                    table,
+                    table_splits,
+                    tf.tensor_scatter_nd_update(occurrence, fragile[:, None], n_distinct + tf.range(k)),
+                )
+
+            return ops.rare_cond(tf.size(fragile) > 0, redo, lambda: (pieces, piece_splits, occurrence))
+
+        # Words whose segmentation single-precision rounding could change where they stand (few):
+        # one `If` for all their steps, which a text without them skips. It gives the rows of a
+        # table of pieces (the distinct words', then those redone) that the occurrences read.
+        table, table_splits, rows = ops.rare_cond(
+            tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence)
+        )
+        values, line_splits, occurrence_splits = words_lib.to_lines(table, table_splits, rows, line_word_splits)
+        if merge and self.byte_ids is None:
+            unknown_first = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
+            values, line_splits = ops.rare_cond(
+                unknown_first,
+                lambda: unknowns.merge_unknowns(values, line_splits, self._unknown_id),
+                lambda: (values, line_splits),
+            )
+        if distinct:
+            decoded = {"values": distinct_values, "starts": decoded_words[1], "splits": distinct_splits}
+            return values, line_splits, {**decoded, "occurrence": occurrence}
+        return values, line_splits
+
+    def _word_paths(self, code_points, splits):
+        """`Lattice.best_paths` in double precision with gaps, as `_by_words` needs it: few short rows
+        (the words of a text or two) take `Lattice.unrolled_paths`, with identical results, in far
+        fewer ops."""
+        lengths = splits[1:] - splits[:-1]
+        longest = tf.reduce_max(tf.concat([[0], lengths], axis=0))
+        rows = tf.size(lengths, out_type=tf.int64)
+        steps = _UNROLLED_STEPS
+        fits = (longest <= steps) & (rows * steps * min(self.lattice.width, steps) <= _UNROLLED_CELLS)
+        return ops.rare_cond(
+            fits,
+            lambda: self.lattice.unrolled_paths(code_points, splits, steps),
+            lambda: self.lattice.best_paths(code_points, splits, tf.float64, gaps=True),
+        )
+
+
+def _pair_keys(first, second):
+    """Code points side by side -> one int64 key per pair."""
+    return tf.bitwise.left_shift(tf.cast(first, tf.int64), _CODE_POINT_BITS) | tf.cast(second, tf.int64)

@@ -1,0 +1,6 @@
+"""Normalize and pre-tokenize: text -> words, in the graph, by each tokenizer family's exact rules.
+
+The per-code-point rules are tabulated in Python (`unicode_data`, `normalization_rules`,
+`unicode_classes`) and applied with core ops (`bert`, `sentencepiece`, `byte_level`). Layers and
+trainers use the same functions, so a vocabulary is trained on the words the layer will see.
+"""

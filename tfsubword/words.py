@@ -1,0 +1,65 @@
+"""Words -> pieces, once per distinct word: the step between pre-tokenizing and ids that every layer shares.
+
+A batch of text repeats its words (a thousand lines of English hold some 100,000 words, 15,000 of them
+distinct), so each distinct word is segmented once, and words that are vocabulary tokens standing for
+themselves are not segmented at all but looked up whole. Then every word of every line reads its
+pieces back:
+
+    words of the lines -> distinct words -> (whole-word lookup | segment the misses) -> pieces per line
+
+`encode` runs it all; a layer with steps of its own in between (the unigram model's near-tie words)
+calls `distinct`, `segment_distinct` and `to_lines` itself.
+"""
+
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+
+
+def distinct(words):
+    """`[m]` words -> (the distinct words `[d]`, the index of each word among them, int64 `[m]`)."""
+    return tf.unique(words, out_idx=tf.int64)
+
+
+def segment_distinct(words, segment, whole_words=None, spans=False):
+    """The pieces of each of the `[d]` distinct `words`: (values, row splits int64), one row per word.
+
+    `segment` maps `[k]` words to their pieces (values, row splits). With `whole_words`, a table from
+    words to the id of the token each stands for (-1 when none), the words it holds are that token and
+    only the others go to `segment`, whose values must have the table's type. With `spans`, values are
+    int64 rows `[pieces, 3]` of (id, first byte, end byte) within the word; a whole word spans itself.
+    """
+    if whole_words is None:
+        return segment(words)
+    whole = whole_words.lookup(words)
+    missed = whole < 0
+    misses = ops.indices_where(missed)
+    values, splits = segment(ops.take(words, misses))
+    if spans:
+        whole = tf.cast(whole, tf.int64)
+        whole = tf.stack([whole, tf.zeros_like(whole), tf.cast(tf.strings.length(words), tf.int64)], axis=1)
+    return ops.substitute_rows(whole, missed, tf.range(tf.size(misses, out_type=tf.int64)), values, splits)
+
+
+def to_lines(values, splits, rows, line_splits):
+    """The pieces of every word, grouped into lines: word i reads row `rows[i]` of (`values`, `splits`),
+    and `line_splits` groups the words into lines. Returns (values, line splits, word splits)."""
+    # In two halves that run at once: one gather over a batch's 100,000 words runs on one core.
+    values, word_splits = ops.ragged_in_halves(lambda part: ops.gather_rows(values, splits, part), rows)
+    return values, ops.take(word_splits, line_splits), word_splits
+
+
+def encode(words, line_splits, segment, whole_words=None, word_starts=None):
+    """`[m]` words grouped into lines by `line_splits` -> (piece values, line splits): see the module.
+
+    With `word_starts` (int64 `[m]`, the byte where each word starts in its line), `segment` gives spans
+    as in `segment_distinct`, and the result is (ids, starts, ends, line splits), spans in the lines.
+    """
+    spans = word_starts is not None
+    unique, occurrence = distinct(words)
+    values, splits = segment_distinct(unique, segment, whole_words, spans)
+    values, line_value_splits, word_splits = to_lines(values, splits, occurrence, line_splits)
+    if not spans:
+        return values, line_value_splits
+    shift = ops.take(word_starts, ops.row_ids(word_splits))
+    return values[:, 0], values[:, 1] + shift, values[:, 2] + shift, line_value_splits
