@@ -102,6 +102,26 @@ def test_ragged_in_halves_of_a_decode_with_offsets_by_hand():
     assert code_points.numpy().tolist() == [97, 98] and splits.numpy().tolist() == [0, 2]
 
 
+def test_rows_in_halves_by_hand():
+    values = tf.constant([1, 2, 3, 4, 5, 6])
+    cases = [
+        # Rows [1 2] [] [3] [4 5 6]: 6 values, middle 3; the first boundary at or past it is after row 3.
+        ([0, 2, 2, 3, 6], 3, ([1, 2, 3], [0, 2, 2, 3]), ([4, 5, 6], [0, 3])),
+        # One row: its end is the first boundary past the middle, so it is the first half; the second has none.
+        ([0, 6], 1, ([1, 2, 3, 4, 5, 6], [0, 6]), ([], [0])),
+        # Rows [1] [2 3 4 5] [6]: middle 3, boundaries 0 1 5 6: after row 2.
+        ([0, 1, 5, 6], 2, ([1, 2, 3, 4, 5], [0, 1, 5]), ([6], [0, 1])),
+    ]
+    for splits, half, first, second in cases:
+        got_half, got_first, got_second = ops.rows_in_halves(values, tf.constant(splits, tf.int64))
+        assert int(got_half) == half
+        for got, expected in ((got_first, first), (got_second, second)):
+            assert [t.numpy().tolist() for t in got] == list(expected)
+    # No rows at all.
+    got_half, got_first, got_second = ops.rows_in_halves(tf.zeros([0], tf.int32), tf.constant([0], tf.int64))
+    assert int(got_half) == 0 and [t.numpy().tolist() for t in got_first + got_second] == [[], [0], [], [0]]
+
+
 def test_take_is_a_gather_along_the_first_axis():
     table = tf.constant([10, 11, 12, 13])
     assert ops.take(table, tf.constant([3, 0, 0, 2])).numpy().tolist() == [13, 10, 10, 12]

@@ -18,6 +18,7 @@ from tests.serving import serve, serve_ragged
 from tfsubword import UnigramLayer
 from tfsubword import graph_ops as ops
 from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.segment import viterbi
 from tfsubword.segment.lattice import Lattice
 
 SHARED_MODEL = "sentencepiece-test-unigram-en-1000.model"
@@ -216,6 +217,53 @@ def test_unrolled_viterbi_equals_the_loop(model):
         got, expected = unrolled(values, splits), looped(values, splits)
         for key in ("rows", "piece", "total", "gap"):
             np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, rows {start}-")
+
+
+@pytest.mark.full
+def test_viterbi_in_halves_equals_one_pass(monkeypatch):
+    """Many distinct words are segmented in two halves at once (`Viterbi._word_paths`): the same
+    pieces, best scores and gaps as one pass of the loop, to the bit, also when one long row holds
+    more than half of the characters (the second half is then empty) or starts the rows. (From
+    fewer rows than in a real batch, to keep the long row short.)"""
+    monkeypatch.setattr(viterbi, "_HALVES_FROM", 500)
+    data, rows = _engine_rows("shared")
+    if len(rows) < 100:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    engine = UnigramLayer(data)._viterbi
+    signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
+    halves = tf.function(engine._word_paths, input_signature=signature)
+    whole = tf.function(
+        lambda values, splits: engine.lattice.best_paths(values, splits, tf.float64, gaps=True),
+        input_signature=signature,
+    )
+    few = rows[: viterbi._HALVES_FROM]
+    long_row = "\u2581" + "".join(few).replace("\u2581", "") * 2  # more characters than all of `few`
+    batches = [rows[start : start + 3000] for start in range(0, len(rows), 3000)] + [few + [long_row], [long_row] + few]
+    for number, batch in enumerate(batches):
+        values, splits = ops.decode_utf8(tf.constant(batch))
+        got, expected = halves(values, splits), whole(values, splits)
+        for key in ("rows", "piece", "total", "gap"):
+            np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=f"{key}, batch {number}")
+
+
+@pytest.mark.full
+def test_batch_of_many_words_takes_the_halves(monkeypatch):
+    """The parity tests' batches of 512 lines go through `_word_paths`' two halves."""
+    calls = tf.Variable(0)
+    best_paths = Lattice._best_paths
+
+    def counted(self, code_points, splits, dtype, *args):
+        with tf.control_dependencies([calls.assign_add(1 if dtype == tf.float64 else 0)]):
+            paths = best_paths(self, code_points, splits, dtype, *args)
+            return {key: tf.identity(value) for key, value in paths.items()}
+
+    monkeypatch.setattr(Lattice, "_best_paths", counted)
+    lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:512]
+    if not lines:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
+    encode(tf.constant(lines))
+    assert calls.numpy() == 2  # in double precision; near-tie words are redone in single precision
 
 
 @pytest.mark.full

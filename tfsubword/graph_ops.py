@@ -140,6 +140,17 @@ def ragged_in_halves(ragged_of, rows):
     return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
 
 
+def rows_in_halves(values, row_splits):
+    """Rows (`values`, int64 `row_splits`) cut in two at the first row boundary at or past their
+    middle value, for work on each half that runs at once: (rows in the first half, (values, row
+    splits) of the first half, the same of the second, its splits from 0). Either half may have no
+    rows."""
+    rows = tf.size(row_splits, out_type=tf.int64) - 1
+    half = tf.minimum(tf.searchsorted(row_splits, row_splits[-1:] // 2, out_type=tf.int64)[0], rows)
+    middle = row_splits[half]
+    return half, (values[:middle], row_splits[: half + 1]), (values[middle:], row_splits[half:] - middle)
+
+
 def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
     """Rows of one value each, some replaced by rows of a ragged tensor.
 

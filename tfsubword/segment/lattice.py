@@ -58,11 +58,14 @@ class Lattice(tf.Module):
 
     # Graph code written for graph mode: autograph, when a caller's function has it, is kept out.
     @tf.autograph.experimental.do_not_convert
-    def best_paths(self, code_points, splits, dtype, gaps=False, offsets=None):
+    def best_paths(self, code_points, splits, dtype, gaps=False, offsets=None, inline=False):
         """The best path through each row: the rows of its pieces (int64, in order) and those pieces;
         with `gaps`, also the best score of each row (rows must not be empty) and, at each piece's
         end, the lead of the chosen piece over the runner-up. `offsets`: the score each row's paths
-        start from (0 by default). Each variant is traced once (see `graph_ops.Traced`)."""
+        start from (0 by default). Each variant is traced once (see `graph_ops.Traced`), unless
+        `inline`: passes meant to run at once must not be calls of one function, which run in turn."""
+        if inline:
+            return self._best_paths(code_points, splits, dtype, gaps, offsets)
         signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
         if offsets is None:
             return self._traced(
@@ -202,7 +205,12 @@ class Lattice(tf.Module):
             farthest = tf.cast(longest, tf.float32) * (self.max_score_magnitude + self.half_ulp) + tf.reduce_max(
                 tf.abs(tf.concat([[0.0], start[0]], axis=0))
             )
-            winners, *records = ops.rare_cond(farthest * (1 + 1e-5) + 1 > RESET, lambda: run(True), lambda: run(False))
+            if offsets is None:
+                winners, *records = ops.rare_cond(
+                    farthest * (1 + 1e-5) + 1 > RESET, lambda: run(True), lambda: run(False)
+                )
+            else:  # words segmented again (few, rare): one loop, which restarts where needed, is enough
+                winners, *records = run(True)
         else:
             winners, *records = run(False)
 
@@ -235,8 +243,11 @@ class Lattice(tf.Module):
             return tf.reverse(trie.greedy_path(tf.reverse(back_reversed, [0]), path_starts, longest), [0])
 
         # Steps are cheap but one per position of the longest row: the better choice for many short rows.
-        short = (longest <= _WALK_BY_STEPS_UP_TO) | (longest * _STEPS_PER_POSITION <= size)
-        on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & short, by_steps, by_doubling)
+        if offsets is None:
+            short = (longest <= _WALK_BY_STEPS_UP_TO) | (longest * _STEPS_PER_POSITION <= size)
+            on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & short, by_steps, by_doubling)
+        else:  # few words segmented again
+            on_path = by_doubling()
         ends = ops.indices_where(on_path)
         end_lengths = tf.cast(ops.take(winners, ops.take(record, ends)), tf.int64)
         end_base, end_stride = ops.take(base, ends), ops.take(stride, ends)

@@ -4,8 +4,9 @@ A line is segmented by the best path through it (`lattice`). Lines are long and 
 when no piece holds a space symbol after its first character (then every path passes through each word
 start), the distinct words are segmented instead, in double precision with the lead of each choice
 over the runner-up, and the few words near a tie are segmented again exactly where they stand in their
-line (`viterbi_exact`). By size: few short words (a text or two) take the unrolled pass, and words of
-more than 64 bytes (text without spaces) are first cut where no piece crosses.
+line (`viterbi_exact`). By size: few short words (a text or two) take the unrolled pass, many distinct
+words are segmented in two halves that run at once, and words of more than 64 bytes (text without
+spaces) are first cut where no piece crosses.
 """
 
 import tensorflow as tf
@@ -17,13 +18,15 @@ from tfsubword.segment import unknowns, viterbi_exact
 from tfsubword.segment.lattice import Lattice
 from tfsubword.text.sentencepiece import word_starts
 
-# Inputs of at most this many cells (rows x steps x piece lengths) whose rows have at most this many
-# characters are segmented by `Lattice.unrolled_paths` (its graph holds a few ops per step).
+# Inputs of at most this many cells (rows x steps x piece lengths) whose rows have at most one of these
+# numbers of characters are segmented by `Lattice.unrolled_paths` (its graph holds a few ops per step).
 _UNROLLED_CELLS = 1 << 15
-_UNROLLED_STEPS = 16
+_UNROLLED_STEPS = (16, 32)
 # Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
 # `segment_words`): the Viterbi loop takes one step per character of the longest word.
 _CUT_WORDS_LONGER_THAN = 64
+# From this many distinct words, `_word_paths` segments them in two halves at once.
+_HALVES_FROM = 4096
 _CODE_POINT_BITS = 21  # U+10FFFF fits: the key of two code points side by side (`_pair_keys`) is below 1 << 42
 
 
@@ -206,17 +209,35 @@ class Viterbi(tf.Module):
     def _word_paths(self, code_points, splits):
         """`Lattice.best_paths` in double precision with gaps, as `_by_words` needs it: few short rows
         (the words of a text or two) take `Lattice.unrolled_paths`, with identical results, in far
-        fewer ops."""
+        fewer ops; many rows are segmented in two halves, which run at once."""
         lengths = splits[1:] - splits[:-1]
         longest = tf.reduce_max(tf.concat([[0], lengths], axis=0))
         rows = tf.size(lengths, out_type=tf.int64)
-        steps = _UNROLLED_STEPS
-        fits = (longest <= steps) & (rows * steps * min(self.lattice.width, steps) <= _UNROLLED_CELLS)
-        return ops.rare_cond(
-            fits,
-            lambda: self.lattice.unrolled_paths(code_points, splits, steps),
-            lambda: self.lattice.best_paths(code_points, splits, tf.float64, gaps=True),
-        )
+
+        def looped():
+            return self.lattice.best_paths(code_points, splits, tf.float64, gaps=True)
+
+        def in_halves():
+            # The rows before and after the middle character, in two passes (one thread each: most of
+            # a pass's ops are small, and the loop's steps wait on each other).
+            half, first, second = ops.rows_in_halves(code_points, splits)
+            first, second = (
+                self.lattice.best_paths(*rows, tf.float64, gaps=True, inline=True) for rows in (first, second)
+            )
+            paths = {key: tf.concat([first[key], second[key]], axis=0) for key in first}
+            paths["rows"] = tf.concat([first["rows"], second["rows"] + half], axis=0)
+            return paths
+
+        def unrolled(steps, otherwise):
+            fits = (longest <= steps) & (rows * steps * min(self.lattice.width, steps) <= _UNROLLED_CELLS)
+            return lambda: ops.rare_cond(
+                fits, lambda: self.lattice.unrolled_paths(code_points, splits, steps), otherwise
+            )
+
+        choose = lambda: ops.rare_cond(rows >= _HALVES_FROM, in_halves, looped)  # noqa: E731
+        for steps in reversed(_UNROLLED_STEPS):
+            choose = unrolled(steps, choose)
+        return choose()
 
 
 def _pair_keys(first, second):

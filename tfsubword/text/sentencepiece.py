@@ -416,11 +416,8 @@ def one_replacement_per_invalid_byte(strings, code_points, starts, splits):
     genuine_three = ops.indices_where((code_points == REPLACEMENT) & (byte_lengths == 3))
     # A three-byte error (a truncated four-byte sequence) is not the character U+FFFD itself.
     three_starts = ops.take(starts, genuine_three)
-    bytes_of_three = tf.strings.substr(
-        ops.take(strings, ops.take(rows, genuine_three)),
-        three_starts,
-        tf.fill(tf.shape(three_starts), tf.constant(3, tf.int64)),
-    )
+    three = tf.fill(tf.shape(three_starts), tf.constant(3, tf.int64))
+    bytes_of_three = tf.strings.substr(ops.take(strings, ops.take(rows, genuine_three)), three_starts, three)
     false_three = ops.take(genuine_three, ops.indices_where(bytes_of_three != "\ufffd"))
     invalid = tf.concat([suspects, false_three], axis=0)
     repeats = tf.tensor_scatter_nd_update(tf.ones([size], tf.int64), invalid[:, None], ops.take(byte_lengths, invalid))
