@@ -205,12 +205,7 @@ class Lattice(tf.Module):
             farthest = tf.cast(longest, tf.float32) * (self.max_score_magnitude + self.half_ulp) + tf.reduce_max(
                 tf.abs(tf.concat([[0.0], start[0]], axis=0))
             )
-            if offsets is None:
-                winners, *records = ops.rare_cond(
-                    farthest * (1 + 1e-5) + 1 > RESET, lambda: run(True), lambda: run(False)
-                )
-            else:  # words segmented again (few, rare): one loop, which restarts where needed, is enough
-                winners, *records = run(True)
+            winners, *records = ops.rare_cond(farthest * (1 + 1e-5) + 1 > RESET, lambda: run(True), lambda: run(False))
         else:
             winners, *records = run(False)
 
@@ -243,11 +238,8 @@ class Lattice(tf.Module):
             return tf.reverse(trie.greedy_path(tf.reverse(back_reversed, [0]), path_starts, longest), [0])
 
         # Steps are cheap but one per position of the longest row: the better choice for many short rows.
-        if offsets is None:
-            short = (longest <= _WALK_BY_STEPS_UP_TO) | (longest * _STEPS_PER_POSITION <= size)
-            on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & short, by_steps, by_doubling)
-        else:  # few words segmented again
-            on_path = by_doubling()
+        short = (longest <= _WALK_BY_STEPS_UP_TO) | (longest * _STEPS_PER_POSITION <= size)
+        on_path = tf.cond((size >= _WALK_BY_STEPS_FROM) & short, by_steps, by_doubling)
         ends = ops.indices_where(on_path)
         end_lengths = tf.cast(ops.take(winners, ops.take(record, ends)), tf.int64)
         end_base, end_stride = ops.take(base, ends), ops.take(stride, ends)

@@ -142,5 +142,5 @@ def segment_again(lattice, fragile, occurrence, word_lines, line_word_splits, ra
     k = tf.size(fragile, out_type=tf.int64)
     offsets = scores_before(lattice, fragile, occurrence, word_lines, line_word_splits, raw, distinct)
     word_values, word_splits = ops.gather_rows(*distinct, ops.take(occurrence, fragile))
-    paths = lattice.best_paths(word_values, word_splits, tf.float32, gaps=True, offsets=offsets)
+    paths = lattice.best_paths(word_values, word_splits, tf.float32, offsets=offsets)
     return paths["piece"], ops.splits_from_row_ids(paths["rows"], k), word_values
