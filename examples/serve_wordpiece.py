@@ -15,33 +15,13 @@ import tensorflow as tf
 from tfsubword import WordPieceLayer
 from tfsubword.demo import compare_served, serve_in_fresh_process
 
+# fmt: off
 VOCABULARY = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "the",
-    "a",
-    "movie",
-    "film",
-    "was",
-    "is",
-    "great",
-    "terrible",
-    "not",
-    "bad",
-    "good",
-    "act",
-    "##ing",
-    "##ors",
-    "plot",
-    "!",
-    ".",
-    ",",
-    "##ly",
-    "love",
-    "##d",
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]",
+    "the", "a", "movie", "film", "was", "is", "great", "terrible", "not",
+    "bad", "good", "act", "##ing", "##ors", "plot", "!", ".", ",", "##ly", "love", "##d",
 ]
+# fmt: on
 
 
 def build_model():
