@@ -1,0 +1,248 @@
+"""Speed on the text people send: each layer against its anchors on real short lines in many scripts.
+
+    python benchmarks/realtext.py [--layers wordpiece unigram bpe] [--batches 1 32 1024] [--rounds 5]
+
+Corpora: `realtext/` (short lines in Italian, Czech, Bulgarian, Polish and Portuguese; technical prose in
+Japanese and traditional Chinese), *Botchan*, the Japanese novel, and wikitext-2 valid (pre-tokenized:
+the best case, one row, outside the geometric mean). Up to `--bytes` of each corpus's non-empty lines;
+batch 1 encodes the first `--single` lines one at a time, batch 32 the first `--batches-of-32`
+batches, `tf.data` the first `--data-lines` lines.
+
+Anchors, per layer (ratio = tfsubword's speed / the anchor's; above 1.0 tfsubword is faster):
+- WordPiece, BERT uncased vocabulary: tensorflow-text `FastWordpieceTokenizer` with its lowercasing ops
+  (`case_fold_utf8`, NFD, marks stripped) in a `tf.function`; Hugging Face `tokenizers`, one thread.
+- Unigram, a model SentencePiece trains on the mix (8,000 pieces): tensorflow-text
+  `SentencepieceTokenizer` in a `tf.function`; `sentencepiece` through its Python API.
+- BPE, a byte-level vocabulary Hugging Face trains on the mix (30,000 tokens): keras-hub
+  `BytePairTokenizer` timed cold (its word cache emptied before each round, as a fresh instance's);
+  Hugging Face `tokenizers`, one thread.
+The in-graph anchor is the first one; `tf.data` rows map the layer and that anchor per element
+(`num_parallel_calls=AUTOTUNE`) and per batch of 32, one pass over the lines per round.
+
+Every system runs in this one process, interleaved round after round; medians over rounds.
+"""
+
+import argparse
+import io
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["RAYON_NUM_THREADS"] = "1"  # Hugging Face tokenizers: one thread
+
+import tensorflow as tf  # noqa: E402
+from _data import shared_data  # noqa: E402
+
+import tfsubword  # noqa: E402
+
+DATA = shared_data()
+REAL = ["fortunes-it", "fortunes-cs", "fortunes-bg", "fortunes-pl", "fortunes-pt"]
+REAL += ["debian-reference-ja", "debian-reference-zh-tw"]
+CORPORA = {name: DATA / "realtext" / f"{name}.txt" for name in REAL}
+CORPORA.update(
+    {"botchan": DATA / "botchan.txt", "novel-ja": DATA / "wagahaiwa_nekodearu.txt"}
+    | {"wikitext-2 valid": DATA / "wikitext2-valid.txt"}
+)
+BEST_CASE = "wikitext-2 valid"
+OURS = "tfsubword"
+STRINGS = [tf.TensorSpec([None], tf.string)]
+
+
+def lines_of(path, limit):
+    """Non-empty lines (without their newline) of `path`, up to `limit` UTF-8 bytes."""
+    lines, size = [], 0
+    with open(path, encoding="utf-8") as file:
+        for line in file:
+            line = line.rstrip("\n")
+            if line.strip() and size < limit:
+                lines.append(line)
+                size += len(line.encode("utf-8"))
+    return lines
+
+
+def in_graph(function, reset=None):
+    """A system: (encode a list of str, the `tf.data` map function, what to call before each round)."""
+    traced = tf.function(function, input_signature=STRINGS)
+    return lambda texts: traced(tf.constant(texts)), function, reset
+
+
+def in_python(encode):
+    return encode, None, None
+
+
+def wordpiece_systems(mix, directory):
+    import tensorflow_text as text_ops
+    import tokenizers
+
+    vocabulary = DATA / "bert-base-uncased-vocab.txt"
+    tokens = vocabulary.read_text(encoding="utf-8").splitlines()
+    fast = text_ops.FastWordpieceTokenizer(tokens, token_out_type=tf.int32, no_pretokenization=False)
+
+    def fast_wordpiece(texts):
+        texts = text_ops.normalize_utf8(text_ops.case_fold_utf8(texts), "NFD")
+        return fast.tokenize(tf.strings.regex_replace(texts, r"\p{Mn}", ""))
+
+    hf = tokenizers.Tokenizer.from_file(str(DATA / "bert-base-uncased-tokenizer.json"))
+    hf.no_truncation()
+    hf.no_padding()
+    return {
+        OURS: in_graph(tfsubword.WordPieceLayer(str(vocabulary))),
+        "tf-text FastWordpiece": in_graph(fast_wordpiece),
+        "HF tokenizers": in_python(lambda texts: hf.encode_batch(texts, add_special_tokens=False)),
+    }
+
+
+def unigram_systems(mix, directory):
+    import sentencepiece as spm
+    import tensorflow_text as text_ops
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(mix), model_writer=model, model_type="unigram", vocab_size=8000, minloglevel=2
+    )
+    model = model.getvalue()
+    return {
+        OURS: in_graph(tfsubword.UnigramLayer(model)),
+        "tf-text Sentencepiece": in_graph(text_ops.SentencepieceTokenizer(model).tokenize),
+        "sentencepiece": in_python(spm.SentencePieceProcessor(model_proto=model).encode),
+    }
+
+
+def bpe_systems(mix, directory):
+    import keras_hub
+    from tokenizers import ByteLevelBPETokenizer
+
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(mix, vocab_size=30000, min_frequency=2, special_tokens=["<|endoftext|>"])
+    trainer.save_model(directory)
+    vocab, merges = os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt")
+    with open(vocab, encoding="utf-8") as file:
+        vocabulary = json.load(file)
+    with open(merges, encoding="utf-8") as file:
+        merge_lines = [line for line in file.read().split("\n")[1:] if line]
+    hub = keras_hub.tokenizers.BytePairTokenizer(vocabulary=vocabulary, merges=merge_lines)
+
+    def empty_cache():
+        """keras-hub caches the pieces of every word it has seen: timed cold, each round starts
+        without them, as a fresh instance would."""
+        table = hub.cache.id2value
+        table.remove(table.export()[0])
+
+    return {
+        OURS: in_graph(tfsubword.BPELayer(vocab, merges)),
+        "keras-hub BytePair, cold": in_graph(hub, reset=empty_cache),
+        "HF tokenizers": in_python(ByteLevelBPETokenizer(vocab, merges).encode_batch),
+    }
+
+
+SYSTEMS = {"wordpiece": wordpiece_systems, "unigram": unigram_systems, "bpe": bpe_systems}
+
+
+def runners(systems, lines, batch, arguments):
+    """name -> (reset or None, run), and the UTF-8 bytes encoded."""
+    if batch == 1:
+        batches = [[line] for line in lines[: arguments.single]]
+    else:
+        batches = [lines[i : i + batch] for i in range(0, len(lines), batch)]
+        if batch == 32:
+            batches = batches[: arguments.batches_of_32]
+    found = {
+        name: (reset, lambda encode=encode: [encode(texts) for texts in batches])
+        for name, (encode, _, reset) in systems.items()
+    }
+    return found, sum(len(line.encode("utf-8")) for texts in batches for line in texts)
+
+
+def data_runners(systems, lines, per_batch):
+    """The layer and the in-graph anchor (the first two systems) mapped over the lines in a `tf.data`
+    pipeline, per element or per batch, in parallel; one pass inside TensorFlow, as `model.fit`
+    pulls it."""
+    found = {}
+    for name, (_, map_function, reset) in list(systems.items())[:2]:
+        dataset = tf.data.Dataset.from_tensor_slices(lines)
+        if per_batch:
+            dataset = dataset.batch(per_batch)
+        dataset = dataset.map(map_function, num_parallel_calls=tf.data.AUTOTUNE)
+        count = tf.function(lambda dataset=dataset: dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+        found[name] = (reset, count)
+    return found, sum(len(line.encode("utf-8")) for line in lines)
+
+
+def timed(found, rounds):
+    """name -> median seconds of `run()` (after `reset()`, untimed), the systems interleaved."""
+    for _, run in found.values():
+        run()  # trace and warm up
+    seconds = {name: [] for name in found}
+    for _ in range(rounds):
+        for name, (reset, run) in found.items():
+            if reset is not None:
+                reset()
+            start = time.perf_counter()
+            run()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def geometric_mean(values):
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
+def bench_layer(layer, texts, arguments):
+    mix = [line for name in texts if name != BEST_CASE for line in texts[name]]
+    with tempfile.TemporaryDirectory() as directory:
+        systems = SYSTEMS[layer](mix, directory)
+        anchors = [name for name in systems if name != OURS]
+        columns = [(f"b{batch}", batch) for batch in arguments.batches] + [("data 1", "data"), ("data 32", "data32")]
+        ratios = {}  # (column, anchor) -> corpus -> ratio
+        absolute = {}
+        for corpus, lines in texts.items():
+            for column, batch in columns:
+                if batch in ("data", "data32"):
+                    found, size = data_runners(
+                        systems, lines[: arguments.data_lines], 32 if batch == "data32" else None
+                    )
+                else:
+                    found, size = runners(systems, lines, batch, arguments)
+                seconds = timed(found, arguments.rounds)
+                for anchor in anchors:
+                    if anchor in seconds:
+                        ratios.setdefault((column, anchor), {})[corpus] = seconds[anchor] / seconds[OURS]
+                absolute[(corpus, column)] = size / 1e6 / seconds[OURS]
+            print(f"  {layer}: {corpus} done", flush=True)
+    keys = [key for key in ratios if key[0] in [c for c, _ in columns]]
+    header = " | ".join(f"{column} / {anchor}" for column, anchor in keys)
+    print(f"\n### {layer}: tfsubword speed / anchor speed ({arguments.rounds} rounds, medians)\n")
+    print(f"| corpus | {header} | tfsubword MB/s at b{max(arguments.batches)} |")
+    print("|---|" + "---:|" * (len(keys) + 1))
+    for corpus in texts:
+        cells = " | ".join(f"{ratios[key].get(corpus, float('nan')):.2f}x" for key in keys)
+        print(f"| {corpus} | {cells} | {absolute[(corpus, f'b{max(arguments.batches)}')]:.2f} |")
+    real = [corpus for corpus in texts if corpus != BEST_CASE]
+    means = " | ".join(f"**{geometric_mean([ratios[key][c] for c in real if c in ratios[key]]):.2f}x**" for key in keys)
+    lowest = " | ".join(f"{min(ratios[key][c] for c in real if c in ratios[key]):.2f}x" for key in keys)
+    print(f"| geometric mean, real text | {means} | |")
+    print(f"| lowest, real text | {lowest} | |", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", nargs="+", choices=list(SYSTEMS), default=list(SYSTEMS))
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 32, 1024])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bytes", type=int, default=200_000, help="UTF-8 bytes of each corpus")
+    parser.add_argument("--single", type=int, default=100, help="lines encoded one at a time at batch 1")
+    parser.add_argument("--batches-of-32", type=int, default=32, help="batches encoded at batch 32")
+    parser.add_argument("--data-lines", type=int, default=1024, help="lines through each tf.data pipeline")
+    arguments = parser.parse_args()
+    texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
+    print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
+    for layer in arguments.layers:
+        bench_layer(layer, texts, arguments)
+
+
+if __name__ == "__main__":
+    main()
