@@ -26,6 +26,8 @@ from tfsubword import tables
 _CODE_POINTS = 0x110000
 # Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
 _NO_CHARACTER = np.int64(-(2**62))
+# Node values are int32, so below this: a key's length times it, plus its value, orders keys by length.
+_VALUE_BOUND = np.int64(2**31)
 # `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
 _CHUNK = 4
 # `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters:
@@ -76,24 +78,63 @@ class Trie(tf.Module):
         Args:
             code_points: int32 `[n]`, the text (all words concatenated).
             start_nodes: int32 `[n]`, the node to walk from at each position; -1 to skip the position.
-            limits: int32 `[n]`, the exclusive end of the word each position belongs to; walks stop there.
+            limits: int32 `[n]`, the exclusive end of the word each position belongs to; walks stop
+                there. Positions of one word share their limit.
 
         Returns:
             `(ends, values)`, int32 `[n]`: the exclusive end and the value of the longest key that
             starts at each position, or -1 and -1 where none does.
         """
         size = tf.size(code_points)
-
-        def record(origin, best_end, best_value, child, accepted, moved):
-            stopped = ops.indices_where(~moved)
-            return tf.gather(tf.stack([origin, best_end, best_value], axis=1), stopped)
-
-        origin, end, value = tf.unstack(self._walk(code_points, start_nodes, limits, record), num=3, axis=1)
-        unmatched = -tf.ones([size], tf.int32)
-        indices = origin[:, None]
-        return tf.tensor_scatter_nd_update(unmatched, indices, end), tf.tensor_scatter_nd_update(
-            unmatched, indices, value
+        positions = tf.range(size)
+        chars = tf.cast(code_points, tf.int64)
+        # The character a walk reads after each position: the next one within the word, else one
+        # that no transition takes. Walks then carry no position or limit, only their origin.
+        following = tf.where(limits > positions + 1, tf.concat([chars[1:], [_NO_CHARACTER]], axis=0), _NO_CHARACTER)
+        origins = ops.indices_where((start_nodes >= 0) & (limits > positions))
+        # Keys found, as (origin, length * _VALUE_BOUND + value): the longest of an origin is the largest.
+        # Seeded with an empty block: concatenating a TensorArray with no elements fails.
+        found_at, found = (
+            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
+                0, tf.zeros([0], tf.int64)
+            )
+            for _ in range(2)
         )
+
+        def step(length, origins, node, reading, found_at, found):
+            child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + reading)
+            value = ops.take(self._node_values, child + 1)
+            accepted = ops.indices_where(value >= 0)
+            found_at = found_at.write(length + 1, ops.take(origins, accepted))
+            length_after = tf.cast(length + 1, tf.int64)
+            found = found.write(length + 1, length_after * _VALUE_BOUND + tf.cast(ops.take(value, accepted), tf.int64))
+            alive = ops.indices_where(child >= 0)
+            origins = ops.take(origins, alive)
+            return (
+                length + 1,
+                origins,
+                ops.take(child, alive),
+                ops.take(following, origins + length_after - 1),
+                found_at,
+                found,
+            )
+
+        _, _, _, _, found_at, found = tf.while_loop(
+            lambda length, origins, *_: tf.size(origins) > 0,
+            step,
+            (
+                tf.constant(0),
+                origins,
+                ops.take(start_nodes, origins),
+                ops.take(chars, origins),
+                found_at,
+                found,
+            ),
+        )
+        longest = tf.math.unsorted_segment_max(found.concat(), found_at.concat(), size)
+        matched = longest > 0
+        ends = tf.where(matched, positions + tf.cast(longest // _VALUE_BOUND, tf.int32), -1)
+        return ends, tf.where(matched, tf.cast(longest % _VALUE_BOUND, tf.int32), -1)
 
     def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
@@ -191,46 +232,6 @@ class Trie(tf.Module):
         if weights is None:
             return ids_plus_one - 1
         return ids_plus_one - 1, ops.take(weights, ids_plus_one)
-
-    def _walk(self, code_points, start_nodes, limits, record):
-        """Walk the trie from every position with a start node, one character per loop iteration.
-
-        `record(origin, best_end, best_value, child, accepted, moved)` picks, at each step, the
-        `[k, 3]` int32 rows to keep; all the rows kept are returned, concatenated.
-        """
-        size = tf.size(code_points)
-        origins = tf.cast(ops.indices_where(start_nodes >= 0), tf.int32)
-        none = -tf.ones_like(origins)
-        # One row per walk: origin, node, next position, limit, best end, best value.
-        walks = tf.stack(
-            [origins, tf.gather(start_nodes, origins), origins, tf.gather(limits, origins), none, none], axis=1
-        )
-        # Seeded with an empty block: concatenating a TensorArray with no elements fails.
-        kept = tf.TensorArray(tf.int32, size=1, dynamic_size=True, infer_shape=False, element_shape=[None, 3])
-        kept = kept.write(0, tf.zeros([0, 3], tf.int32))
-
-        def step(walks, kept):
-            origin, node, position, limit, best_end, best_value = tf.unstack(walks, num=6, axis=1)
-            char = tf.gather(code_points, tf.minimum(position, size - 1))
-            key = tf.cast(node, tf.int64) * _CODE_POINTS + tf.cast(char, tf.int64)
-            child = tf.where(position < limit, self._transitions.lookup(key), -1)
-            value = tf.gather(self._node_values, child + 1)
-            moved = child >= 0
-            accepted = moved & (value >= 0)
-            position += 1
-            best_end = tf.where(accepted, position, best_end)
-            best_value = tf.where(accepted, value, best_value)
-            kept = kept.write(kept.size(), record(origin, best_end, best_value, child, accepted, moved))
-            walks = tf.stack([origin, child, position, limit, best_end, best_value], axis=1)
-            return tf.gather(walks, ops.indices_where(moved)), kept
-
-        _, kept = tf.while_loop(
-            lambda walks, kept: tf.shape(walks)[0] > 0,
-            step,
-            (walks, kept),
-            shape_invariants=(tf.TensorShape([None, 6]), None),
-        )
-        return kept.concat()
 
 
 class DoubleArray(tf.Module):
