@@ -17,7 +17,10 @@ Anchors, per layer (ratio = tfsubword's speed / the anchor's; above 1.0 tfsubwor
   `BytePairTokenizer` timed cold (its word cache emptied before each round, as a fresh instance's);
   Hugging Face `tokenizers`, one thread.
 The in-graph anchor is the first one; `tf.data` rows map the layer and that anchor per element
-(`num_parallel_calls=AUTOTUNE`) and per batch of 32, one pass over the lines per round.
+(`num_parallel_calls=AUTOTUNE`) and per batch of 32: the steady state, one pass over the lines per
+round from a pipeline already running, and, apart, what starting a pipeline costs (its first
+element: each new iterator, each epoch of `model.fit`, instantiates the mapped function's graph).
+Latency tables give the time per call at batch 1 and 32, as a serving user sees it.
 
 Every system runs in this one process, interleaved round after round; medians over rounds.
 """
@@ -159,17 +162,30 @@ def runners(systems, lines, batch, arguments):
 
 def data_runners(systems, lines, per_batch):
     """The layer and the in-graph anchor (the first two systems) mapped over the lines in a `tf.data`
-    pipeline, per element or per batch, in parallel; one pass inside TensorFlow, as `model.fit`
-    pulls it."""
-    found = {}
+    pipeline, per element or per batch, in parallel, as `model.fit` pulls it: steady state, from an
+    iterator started before timing (each run pulls one pass over the lines); and what starting the
+    pipeline costs (a fresh iterator's first element: the mapped function's graph is instantiated)."""
+    found, starts = {}, {}
     for name, (_, map_function, reset) in list(systems.items())[:2]:
         dataset = tf.data.Dataset.from_tensor_slices(lines)
         if per_batch:
             dataset = dataset.batch(per_batch)
-        dataset = dataset.map(map_function, num_parallel_calls=tf.data.AUTOTUNE)
-        count = tf.function(lambda dataset=dataset: dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
-        found[name] = (reset, count)
-    return found, sum(len(line.encode("utf-8")) for line in lines)
+        # Sizes, batched, come back to Python: a few pulls per pass, whatever the lines.
+        dataset = dataset.map(map_function, num_parallel_calls=tf.data.AUTOTUNE).map(_size).batch(256)
+        pulls = -(-len(lines) // (per_batch or 1) // 256) or 1
+        iterator = iter(dataset.repeat())
+
+        def run(iterator=iterator, pulls=pulls):
+            for _ in range(pulls):
+                next(iterator)
+
+        found[name] = (reset, run)
+        starts[name] = lambda dataset=dataset: next(iter(dataset))
+    return found, sum(len(line.encode("utf-8")) for line in lines), starts
+
+
+def _size(tokens):
+    return tf.size(tokens.flat_values if isinstance(tokens, tf.RaggedTensor) else tokens)
 
 
 def timed(found, rounds):
@@ -199,15 +215,28 @@ def bench_layer(layer, texts, arguments):
         columns = [(f"b{batch}", batch) for batch in arguments.batches] + [("data 1", "data"), ("data 32", "data32")]
         ratios = {}  # (column, anchor) -> corpus -> ratio
         absolute = {}
+        latency = {}  # (column, system) -> corpus -> seconds per call
+        start_seconds = {}  # (column, system) -> corpus -> seconds to a fresh pipeline's first element
         for corpus, lines in texts.items():
             for column, batch in columns:
                 if batch in ("data", "data32"):
-                    found, size = data_runners(
+                    found, size, starts = data_runners(
                         systems, lines[: arguments.data_lines], 32 if batch == "data32" else None
                     )
+                    started = timed({name: (None, start) for name, start in starts.items()}, arguments.rounds)
+                    for name, value in started.items():
+                        start_seconds.setdefault((column, name), {})[corpus] = value
                 else:
                     found, size = runners(systems, lines, batch, arguments)
                 seconds = timed(found, arguments.rounds)
+                if batch in (1, 32):
+                    calls = (
+                        min(len(lines), arguments.single)
+                        if batch == 1
+                        else -(-min(len(lines), 32 * arguments.batches_of_32) // 32)
+                    )
+                    for name in found:
+                        latency.setdefault((column, name), {})[corpus] = seconds[name] / calls
                 for anchor in anchors:
                     if anchor in seconds:
                         ratios.setdefault((column, anchor), {})[corpus] = seconds[anchor] / seconds[OURS]
@@ -226,6 +255,18 @@ def bench_layer(layer, texts, arguments):
     lowest = " | ".join(f"{min(ratios[key][c] for c in real if c in ratios[key]):.2f}x" for key in keys)
     print(f"| geometric mean, real text | {means} | |")
     print(f"| lowest, real text | {lowest} | |", flush=True)
+    for title, table, unit in (
+        ("latency per call, ms (batch 1: one line; batch 32: 32 lines)", latency, 1e3),
+        ("tf.data: starting a pipeline (a fresh iterator's first element), ms", start_seconds, 1e3),
+    ):
+        keys = list(table)
+        print(f"\n### {layer}: {title}\n")
+        print("| corpus | " + " | ".join(f"{column}: {name}" for column, name in keys) + " |")
+        print("|---|" + "---:|" * len(keys))
+        for corpus in texts:
+            print(f"| {corpus} | " + " | ".join(f"{table[key][corpus] * unit:.2f}" for key in keys) + " |")
+        medians = " | ".join(f"**{statistics.median([table[key][c] for c in real]) * unit:.2f}**" for key in keys)
+        print(f"| median, real text | {medians} |", flush=True)
 
 
 def main():
