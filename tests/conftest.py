@@ -6,6 +6,7 @@ hypothesis at the "quick" profile's size). `pytest --full` runs everything: also
 profile's size.
 """
 
+import contextlib
 import os
 import pathlib
 
@@ -100,3 +101,22 @@ class BertReference:
 
     def ids(self, text):
         return [self.vocab[piece] for word in self.basic.tokenize(text) for piece in self.wordpiece.tokenize(word)]
+
+
+# WordPiece takes its longest matches from one of two routes chosen by the size of the text
+# (`tfsubword.segment.wordpiece`); parity tests check each, forced by the threshold between them.
+WORDPIECE_ROUTES = {"chosen by size": None, "substring lookup": 2**31 - 1, "trie walk": -1}
+
+
+@contextlib.contextmanager
+def wordpiece_route(route):
+    """Layers traced inside take the WordPiece route named `route` (a key of `WORDPIECE_ROUTES`)."""
+    from tfsubword.segment import wordpiece
+
+    threshold = wordpiece._SUBSTRINGS_AT_MOST
+    if WORDPIECE_ROUTES[route] is not None:
+        wordpiece._SUBSTRINGS_AT_MOST = WORDPIECE_ROUTES[route]
+    try:
+        yield
+    finally:
+        wordpiece._SUBSTRINGS_AT_MOST = threshold

@@ -10,7 +10,16 @@ import keras
 import pytest
 import tensorflow as tf
 
-from tests.conftest import BERT_VOCAB, SHARED_DATA, bert_reference, nonempty_lines, shared_file, shared_texts
+from tests.conftest import (
+    BERT_VOCAB,
+    SHARED_DATA,
+    WORDPIECE_ROUTES,
+    bert_reference,
+    nonempty_lines,
+    shared_file,
+    shared_texts,
+    wordpiece_route,
+)
 from tests.serving import serve
 from tests.test_wordpiece import VOCAB
 from tfsubword import BertPreprocessor, WordPieceLayer
@@ -89,23 +98,28 @@ def byte_offsets(text, offsets):
 
 
 @functools.cache
-def bert_offsets():
+def bert_offsets(route):
     layer = WordPieceLayer(read_vocabulary(shared_file(BERT_VOCAB.name)))
-    return tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    encode = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    with wordpiece_route(route):
+        encode.get_concrete_function()  # the route is fixed when the layer is traced
+    return encode
 
 
 @pytest.mark.full
+@pytest.mark.parametrize("route", WORDPIECE_ROUTES)
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
-def test_offsets_match_hugging_face(path):
-    check_offsets(nonempty_lines(path))
+def test_offsets_match_hugging_face(path, route):
+    check_offsets(nonempty_lines(path), route)
 
 
-def test_sample_offsets_match_hugging_face():
-    check_offsets(sample_of_every_shared_text())
+@pytest.mark.parametrize("route", WORDPIECE_ROUTES)
+def test_sample_offsets_match_hugging_face(route):
+    check_offsets(sample_of_every_shared_text(), route)
 
 
-def check_offsets(lines):
-    encode = bert_offsets()
+def check_offsets(lines, route):
+    encode = bert_offsets(route)
     reference = hugging_face()
     different = []
     for batch in batches(lines):

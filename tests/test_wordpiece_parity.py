@@ -7,22 +7,34 @@ import tensorflow as tf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import BERT_VOCAB, BertReference, nonempty_lines, shared_file, shared_texts
+from tests.conftest import (
+    BERT_VOCAB,
+    WORDPIECE_ROUTES,
+    BertReference,
+    nonempty_lines,
+    shared_file,
+    shared_texts,
+    wordpiece_route,
+)
 from tfsubword import WordPieceLayer
 from tfsubword.files.vocab import read_vocabulary
 
+ROUTES = list(WORDPIECE_ROUTES)
+
 
 @functools.cache
-def tokenizers(lowercase):
-    """(traced layer, reference) for the BERT uncased vocabulary, built once per casing."""
+def tokenizers(lowercase, route="chosen by size"):
+    """(traced layer, reference) for the BERT uncased vocabulary, built once per casing and route."""
     tokens = read_vocabulary(shared_file(BERT_VOCAB.name))
     layer = WordPieceLayer(tokens, lowercase=lowercase)
     encode = tf.function(layer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    with wordpiece_route(route):
+        encode.get_concrete_function()  # the route is fixed when the layer is traced
     return encode, BertReference(tokens, lowercase=lowercase)
 
 
-def mismatches(texts, lowercase):
-    encode, reference = tokenizers(lowercase)
+def mismatches(texts, lowercase, route="chosen by size"):
+    encode, reference = tokenizers(lowercase, route)
     got = []
     for start in range(0, len(texts), 1024):
         got += encode(tf.constant(texts[start : start + 1024], tf.string)).to_list()
@@ -30,11 +42,12 @@ def mismatches(texts, lowercase):
 
 
 @pytest.mark.full
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
-def test_every_line_of_the_shared_texts(path, lowercase):
+def test_every_line_of_the_shared_texts(path, lowercase, route):
     lines = nonempty_lines(path)
-    bad = mismatches(lines, lowercase)
+    bad = mismatches(lines, lowercase, route)
     assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
@@ -44,8 +57,9 @@ def test_sample_of_every_shared_text():
     if not lines:
         pytest.skip("reference data not available")
     for lowercase in (True, False):
-        bad = mismatches(lines, lowercase)
-        assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
+        for route in ROUTES:
+            bad = mismatches(lines, lowercase, route)
+            assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
 # Characters that exercise each of BERT's rules.
@@ -72,10 +86,11 @@ pieces = st.one_of(
 texts = st.lists(pieces, max_size=30).map("".join)
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @given(batch=st.lists(texts, min_size=1, max_size=4))
-def test_random_unicode_matches_reference(lowercase, batch):
-    assert mismatches(batch, lowercase) == []
+def test_random_unicode_matches_reference(lowercase, route, batch):
+    assert mismatches(batch, lowercase, route) == []
 
 
 @given(data=st.lists(st.binary(max_size=40), min_size=1, max_size=4))

@@ -26,7 +26,7 @@ from tfsubword import tables
 _CODE_POINTS = 0x110000
 # Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
 _NO_CHARACTER = np.int64(-(2**62))
-# Node values are int32, so below 2**31: a key's length shifted by this, plus its value, orders keys by length.
+# `pack_key`: values are int32, so below 2**31: a key's length shifted by this, plus its value, orders keys by length.
 _VALUE_BITS = np.int64(31)
 # `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
 _CHUNK = 4
@@ -92,7 +92,7 @@ class Trie(tf.Module):
         # that no transition takes. Walks then carry no position or limit, only their origin.
         following = tf.where(limits > positions + 1, tf.concat([chars[1:], [_NO_CHARACTER]], axis=0), _NO_CHARACTER)
         origins = ops.indices_where((start_nodes >= 0) & (limits > positions))
-        # Keys found, as (origin, length << _VALUE_BITS | value): the longest of an origin is the largest.
+        # Keys found, as their origins and `pack_key`s.
         # Seeded with an empty block: concatenating a TensorArray with no elements fails.
         found_at, found = (
             tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
@@ -107,10 +107,7 @@ class Trie(tf.Module):
             accepted = ops.indices_where(value >= 0)
             found_at = found_at.write(length + 1, ops.take(origins, accepted))
             length_after = tf.cast(length + 1, tf.int64)
-            found = found.write(
-                length + 1,
-                tf.bitwise.left_shift(length_after, _VALUE_BITS) + tf.cast(ops.take(value, accepted), tf.int64),
-            )
+            found = found.write(length + 1, pack_key(length_after, ops.take(value, accepted)))
             alive = ops.indices_where(child >= 0)
             origins = ops.take(origins, alive)
             return (
@@ -134,10 +131,7 @@ class Trie(tf.Module):
                 found,
             ),
         )
-        longest = tf.math.unsorted_segment_max(found.concat(), found_at.concat(), size)
-        matched = longest > 0
-        ends = tf.where(matched, positions + tf.cast(tf.bitwise.right_shift(longest, _VALUE_BITS), tf.int32), -1)
-        return ends, tf.where(matched, tf.cast(tf.bitwise.bitwise_and(longest, 2**_VALUE_BITS - 1), tf.int32), -1)
+        return longest_of(found_at.concat(), found.concat(), size)
 
     def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
@@ -235,6 +229,21 @@ class Trie(tf.Module):
         if weights is None:
             return ids_plus_one - 1
         return ids_plus_one - 1, ops.take(weights, ids_plus_one)
+
+
+def pack_key(lengths, values):
+    """Keys found, as one int64 each that orders them by length: their `lengths` (int64) and int32
+    `values` (below 2**31)."""
+    return tf.bitwise.left_shift(lengths, _VALUE_BITS) + tf.cast(values, tf.int64)
+
+
+def longest_of(origins, packed, size):
+    """The longest key found from each of `size` positions, from the `origins` (int64) and the
+    `pack_key`s of the keys found: `(ends, values)` as `Trie.longest_matches` returns them."""
+    longest = tf.math.unsorted_segment_max(packed, origins, size)
+    matched = longest > 0
+    ends = tf.where(matched, tf.range(size) + tf.cast(tf.bitwise.right_shift(longest, _VALUE_BITS), tf.int32), -1)
+    return ends, tf.where(matched, tf.cast(tf.bitwise.bitwise_and(longest, 2**_VALUE_BITS - 1), tf.int32), -1)
 
 
 class DoubleArray(tf.Module):

@@ -3,14 +3,23 @@
 Each word is cut into the longest vocabulary token from its start, then the longest continuation token
 (`##` + characters) from there, and so on. A word with any position where no token matches, or longer
 than `max_chars_per_word` characters, is one unknown token. Words that are tokens themselves are looked
-up whole first; the rest take one trie walk from every position (`trie.Trie.longest_matches`) and one
-greedy path through the matches (`trie.greedy_path`).
+up whole first; for the rest, the longest token from every position, then one greedy path through
+those matches (`trie.greedy_path`).
+
+The longest tokens come from one of two routes with the same answers. A few words (a line or two)
+look every substring up in a table of the tokens at once: a dozen ops, where the trie walk
+(`trie.Trie.longest_matches`) runs a loop step per character of the longest match, each a few
+dozen ops that cost more than their work on a short text. Many words take the walk, whose work
+grows with the matches, not with every substring up to the longest token.
 """
 
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables, trie
+
+# The substring route takes texts with at most this many substrings to look up.
+_SUBSTRINGS_AT_MOST = 2048
 
 
 class WordPiece(tf.Module):
@@ -31,6 +40,11 @@ class WordPiece(tf.Module):
         self._max_chars_per_word = max_chars_per_word
         self._trie = trie.Trie(tokens, range(len(tokens)))
         self._continuation_root = self._trie.node(suffix_indicator)
+        self._suffix_indicator = suffix_indicator
+        self._token_ids = tables.hash_table(
+            [token.encode("utf-8") for token in tokens], range(len(tokens)), -1, tf.string, tf.int32
+        )
+        self._longest_token = max(len(token) for token in tokens)
         keys = [token.encode("utf-8") for token, _ in whole_words]
         self.whole_words = tables.hash_table(keys, [index for _, index in whole_words], -1, tf.string, tf.int32)
 
@@ -43,7 +57,7 @@ class WordPiece(tf.Module):
         missed = whole_ids < 0
         misses = ops.indices_where(missed)
         missed_values, missed_splits = ops.gather_rows(code_points, splits, misses)
-        pieces, piece_splits = self._match(missed_values, missed_splits, spans)
+        pieces, piece_splits = self._match(ops.take(words, misses), missed_values, missed_splits, spans)
         if spans:
             # Pieces of the missed words were placed relative to the gathered words: move them back.
             shift = tf.gather(splits, misses) - missed_splits[:-1]
@@ -55,8 +69,9 @@ class WordPiece(tf.Module):
             whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), pieces, piece_splits
         )
 
-    def _match(self, code_points, splits, spans=False):
-        """`segment` of words that are not tokens themselves, by the trie walk and the greedy path."""
+    def _match(self, words, code_points, splits, spans=False):
+        """`segment` of `words` that are not tokens themselves (also given as code points and row
+        splits): the longest matches, then the greedy path."""
         size = tf.size(code_points)
         rows = ops.row_ids(splits)
         word_bounds = tf.cast(splits, tf.int32)
@@ -65,7 +80,12 @@ class WordPiece(tf.Module):
         first = tf.range(size) == starts
         start_nodes = tf.where(first, 0, self._continuation_root)
         start_nodes = tf.where(limits - starts > self._max_chars_per_word, -1, start_nodes)
-        ends, ids = self._trie.longest_matches(code_points, start_nodes, limits)
+        lengths = tf.where(start_nodes >= 0, tf.minimum(limits - tf.range(size), self._longest_token), 0)
+        ends, ids = ops.rare_cond(
+            tf.reduce_sum(tf.cast(lengths, tf.int64)) <= _SUBSTRINGS_AT_MOST,
+            lambda: self._longest_by_lookup(words, code_points, splits, rows, first, lengths),
+            lambda: self._trie.longest_matches(code_points, start_nodes, limits),
+        )
 
         jumps = tf.where(ends < 0, size + 1, tf.where(ends >= limits, size, ends))
         on_path = trie.greedy_path(jumps, first, self._max_chars_per_word)
@@ -78,3 +98,32 @@ class WordPiece(tf.Module):
             piece_ends = tf.gather(tf.where(failed, limits, ends), kept)
             ids = tf.stack([ids, tf.cast(kept, tf.int32), piece_ends], axis=1)
         return ids, ops.splits_from_row_ids(tf.gather(rows, kept), tf.cast(n_words, tf.int64))
+
+    def _longest_by_lookup(self, words, code_points, splits, rows, first, lengths):
+        """`trie.Trie.longest_matches` for `_match`, by looking up every substring of up to `lengths`
+        (int32 `[n]`) characters from each position: the token itself at a word's first position,
+        the suffix indicator and it elsewhere."""
+        size = tf.size(code_points, out_type=tf.int64)
+        longest = self._longest_token
+        # Substrings as (position, length), in the order of a `[size, longest]` matrix.
+        wanted = tf.range(1, longest + 1)[None, :] <= lengths[:, None]
+        cells = ops.indices_where(tf.reshape(wanted, [-1]))
+        origins, substring_lengths = cells // longest, cells % longest + 1
+        # Byte offsets of the characters, in all the words and in their own word.
+        widths = 1 + tf.add_n([tf.cast(code_points >= bound, tf.int64) for bound in (0x80, 0x800, 0x10000)])
+        offsets = tf.cumsum(tf.concat([[0], widths], axis=0))
+        in_word = offsets[:-1] - ops.take(offsets, ops.take(splits, rows))
+        begins = ops.take(offsets, origins)
+        substrings = tf.strings.substr(
+            ops.take(words, ops.take(rows, origins)),
+            ops.take(in_word, origins),
+            ops.take(offsets, origins + substring_lengths) - begins,
+        )
+        prefixes = tf.where(ops.take(first, origins), "", self._suffix_indicator)
+        ids = self._token_ids.lookup(tf.strings.join([prefixes, substrings]))
+        found = ops.indices_where(ids >= 0)
+        return trie.longest_of(
+            ops.take(origins, found),
+            trie.pack_key(ops.take(substring_lengths, found), ops.take(ids, found)),
+            tf.cast(size, tf.int32),
+        )
