@@ -332,6 +332,44 @@ def test_invalid_utf8_is_replaced(trained):
     assert got == [e.ids for e in reference.encode_batch(["caf\ufffd ok", "\ufffd\ufffd", "abc\ufffd"])]
 
 
+def test_repeated_pair_merges_from_the_left():
+    """By hand: in `aaaaa`, (a, a) merges at 0-1 then 2-3 (the pair at 1-2 overlaps the first), then
+    (aa, a): aa aaa. As Hugging Face does."""
+    tokenizers = tokenizers_module()
+    vocabulary, merges = ["a", "aa", "aaa"], [("a", "a"), ("aa", "a")]
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE({t: i for i, t in enumerate(vocabulary)}, merges))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    for text, expected in [("aaaaa", [1, 2]), ("aaaa", [1, 1]), ("aaa", [2]), ("aa", [1])]:
+        assert BPELayer(vocabulary, merges)(text).numpy().tolist() == reference.encode(text).ids == expected
+
+
+@pytest.fixture(scope="module")
+def reordered(trained, tmp_path_factory):
+    """Hugging Face's trained merges in reverse order: each merge ranks before those that make its
+    tokens, unlike any trained file."""
+    vocab, merges = trained["hf"]
+    lines = merges.read_text(encoding="utf-8").split("\n")
+    path = tmp_path_factory.mktemp("reordered") / "merges.txt"
+    path.write_text("\n".join([lines[0]] + [line for line in lines[1:] if line][::-1]) + "\n", encoding="utf-8")
+    return vocab, path
+
+
+def test_merges_in_another_order_match_hugging_face(reordered):
+    lines = sample_of_every_shared_text()
+    encode, reference, _ = encoders(reordered)
+    got = encode(tf.constant(lines)).to_list()
+    expected = [encoding.ids for encoding in reference.encode_batch(lines)]
+    different = [line for line, a, b in zip(lines, got, expected) if a != b]
+    assert not different, (len(different), different[:1])
+
+
+@hypothesis.given(texts=st.lists(_TEXT, min_size=1, max_size=16))
+def test_random_text_with_merges_in_another_order_matches_hugging_face(reordered, texts):
+    encode, reference, _ = encoders(reordered)
+    got = encode(tf.constant([t.encode("utf-8", "surrogatepass") for t in texts])).to_list()
+    assert got == [encoding.ids for encoding in reference.encode_batch(texts)]
+
+
 def test_unknown_bytes_dropped_or_mapped():
     """Without an unknown token a byte outside the vocabulary is dropped, as Hugging Face does; with one,
     it becomes that token."""
