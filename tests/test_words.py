@@ -30,6 +30,23 @@ def test_encode_looks_up_whole_words_and_segments_each_distinct_miss_once():
     assert sorted(distinct_misses.numpy().tolist()) == [b"", b"ba"]
 
 
+def test_many_distinct_words_are_segmented_in_two_halves():
+    calls = []
+
+    def segment(batch):
+        calls.append(int(tf.size(batch)))
+        return letters(batch)
+
+    count = words._HALVES_FROM + 5
+    distinct = ["".join(chr(97 + (i // 26**k) % 26) for k in range(3)) for i in range(count)]
+    line_words = distinct + distinct[:7]
+    values, splits = words.encode(tf.constant(line_words), tf.constant([0, 3, len(line_words)], tf.int64), segment)
+    expected = [[ord(c) - 96 for c in word] for word in line_words]
+    got = tf.RaggedTensor.from_row_splits(values, splits).to_list()
+    assert got == [sum(expected[:3], []), sum(expected[3:], [])]
+    assert calls == [count // 2, count - count // 2]
+
+
 def test_encode_with_spans_adds_each_word_start():
     def spans(batch):
         values, splits = letters(batch)

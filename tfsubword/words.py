@@ -15,6 +15,9 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 
+# From this many words to segment, `segment_distinct` segments them in two halves that run at once.
+_HALVES_FROM = 1024
+
 
 def distinct(words):
     """`[m]` words -> (the distinct words `[d]`, the index of each word among them, int64 `[m]`)."""
@@ -30,15 +33,24 @@ def segment_distinct(words, segment, whole_words=None, spans=False):
     int64 rows `[pieces, 3]` of (id, first byte, end byte) within the word; a whole word spans itself.
     """
     if whole_words is None:
-        return segment(words)
+        return _segment_in_halves(segment, words)
     whole = whole_words.lookup(words)
     missed = whole < 0
     misses = ops.indices_where(missed)
-    values, splits = segment(ops.take(words, misses))
+    values, splits = _segment_in_halves(segment, ops.take(words, misses))
     if spans:
         whole = tf.cast(whole, tf.int64)
         whole = tf.stack([whole, tf.zeros_like(whole), tf.cast(tf.strings.length(words), tf.int64)], axis=1)
     return ops.substitute_rows(whole, missed, tf.range(tf.size(misses, out_type=tf.int64)), values, splits)
+
+
+def _segment_in_halves(segment, words):
+    """`segment(words)`; many words in two halves at once: its ops mostly run on one core each."""
+    return ops.rare_cond(
+        tf.size(words) >= _HALVES_FROM,
+        lambda: ops.ragged_in_halves(segment, words),
+        lambda: segment(words),
+    )
 
 
 def to_lines(values, splits, rows, line_splits):
