@@ -17,9 +17,10 @@ Anchors, per layer (ratio = tfsubword's speed / the anchor's; above 1.0 tfsubwor
   `BytePairTokenizer` timed cold (its word cache emptied before each round, as a fresh instance's);
   Hugging Face `tokenizers`, one thread.
 The in-graph anchor is the first one; `tf.data` rows map the layer and that anchor per element
-(`num_parallel_calls=AUTOTUNE`) and per batch of 32: the steady state, one pass over the lines per
-round from a pipeline already running, and, apart, what starting a pipeline costs (its first
-element: each new iterator, each epoch of `model.fit`, instantiates the mapped function's graph).
+(`num_parallel_calls=AUTOTUNE`) and per batch of 32: the steady state, the second pass over the
+lines of a fresh iterator, and, apart, what starting a pipeline costs (its first element: each new
+iterator, each epoch of `model.fit`, instantiates the mapped function's graph). `--data-only`
+runs only these.
 Latency tables give the time per call at batch 1 and 32, as a serving user sees it.
 
 Every system runs in this one process, interleaved round after round; medians over rounds.
@@ -162,24 +163,29 @@ def runners(systems, lines, batch, arguments):
 
 def data_runners(systems, lines, per_batch):
     """The layer and the in-graph anchor (the first two systems) mapped over the lines in a `tf.data`
-    pipeline, per element or per batch, in parallel, as `model.fit` pulls it: steady state, from an
-    iterator started before timing (each run pulls one pass over the lines); and what starting the
-    pipeline costs (a fresh iterator's first element: the mapped function's graph is instantiated)."""
+    pipeline, per element or per batch, in parallel, as `model.fit` pulls it: steady state, the second
+    pass of a fresh iterator (its first pass started it: the mapped function's graph is instantiated);
+    and what starting a pipeline costs, its first element. A run's iterator is gone before the next
+    system's run: a live one would fill its buffers meanwhile, and its next pass would look free."""
     found, starts = {}, {}
     for name, (_, map_function, reset) in list(systems.items())[:2]:
         dataset = tf.data.Dataset.from_tensor_slices(lines)
         if per_batch:
             dataset = dataset.batch(per_batch)
-        # Sizes, batched, come back to Python: a few pulls per pass, whatever the lines.
-        dataset = dataset.map(map_function, num_parallel_calls=tf.data.AUTOTUNE).map(_size).batch(256)
-        pulls = -(-len(lines) // (per_batch or 1) // 256) or 1
-        iterator = iter(dataset.repeat())
+        # One pass, sizes only, comes back to Python as one element.
+        elements = -(-len(lines) // per_batch) if per_batch else len(lines)
+        dataset = dataset.map(map_function, num_parallel_calls=tf.data.AUTOTUNE).map(_size).batch(elements)
 
-        def run(iterator=iterator, pulls=pulls):
-            for _ in range(pulls):
-                next(iterator)
+        def run(dataset=dataset, reset=reset):
+            iterator = iter(dataset.repeat())
+            next(iterator)
+            if reset is not None:
+                reset()  # keras-hub: cold, as everywhere else
+            start = time.perf_counter()
+            next(iterator)
+            return time.perf_counter() - start
 
-        found[name] = (reset, run)
+        found[name] = (None, run)
         starts[name] = lambda dataset=dataset: next(iter(dataset))
     return found, sum(len(line.encode("utf-8")) for line in lines), starts
 
@@ -198,8 +204,8 @@ def timed(found, rounds):
             if reset is not None:
                 reset()
             start = time.perf_counter()
-            run()
-            seconds[name].append(time.perf_counter() - start)
+            measured = run()  # a run may time only its own part, and return its seconds
+            seconds[name].append(measured if isinstance(measured, float) else time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in seconds.items()}
 
 
@@ -213,6 +219,8 @@ def bench_layer(layer, texts, arguments):
         systems = SYSTEMS[layer](mix, directory)
         anchors = [name for name in systems if name != OURS]
         columns = [(f"b{batch}", batch) for batch in arguments.batches] + [("data 1", "data"), ("data 32", "data32")]
+        if arguments.data_only:
+            columns = columns[-2:]
         ratios = {}  # (column, anchor) -> corpus -> ratio
         absolute = {}
         latency = {}  # (column, system) -> corpus -> seconds per call
@@ -249,7 +257,7 @@ def bench_layer(layer, texts, arguments):
     print("|---|" + "---:|" * (len(keys) + 1))
     for corpus in texts:
         cells = " | ".join(f"{ratios[key].get(corpus, float('nan')):.2f}x" for key in keys)
-        print(f"| {corpus} | {cells} | {absolute[(corpus, f'b{max(arguments.batches)}')]:.2f} |")
+        print(f"| {corpus} | {cells} | {absolute.get((corpus, f'b{max(arguments.batches)}'), float('nan')):.2f} |")
     real = [corpus for corpus in texts if corpus != BEST_CASE]
     means = " | ".join(f"**{geometric_mean([ratios[key][c] for c in real if c in ratios[key]]):.2f}x**" for key in keys)
     lowest = " | ".join(f"{min(ratios[key][c] for c in real if c in ratios[key]):.2f}x" for key in keys)
@@ -278,6 +286,7 @@ def main():
     parser.add_argument("--single", type=int, default=100, help="lines encoded one at a time at batch 1")
     parser.add_argument("--batches-of-32", type=int, default=32, help="batches encoded at batch 32")
     parser.add_argument("--data-lines", type=int, default=1024, help="lines through each tf.data pipeline")
+    parser.add_argument("--data-only", action="store_true", help="only the tf.data rows")
     arguments = parser.parse_args()
     texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
     print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
