@@ -268,6 +268,8 @@ def bench_layer(layer, texts, arguments):
         ("tf.data: starting a pipeline (a fresh iterator's first element), ms", start_seconds, 1e3),
     ):
         keys = list(table)
+        if not keys:
+            continue
         print(f"\n### {layer}: {title}\n")
         print("| corpus | " + " | ".join(f"{column}: {name}" for column, name in keys) + " |")
         print("|---|" + "---:|" * len(keys))
