@@ -57,7 +57,7 @@ class WordPiece(tf.Module):
         missed = whole_ids < 0
         misses = ops.indices_where(missed)
         missed_values, missed_splits = ops.gather_rows(code_points, splits, misses)
-        pieces, piece_splits = self._match(ops.take(words, misses), missed_values, missed_splits, spans)
+        pieces, piece_splits = self._match(missed_values, missed_splits, spans)
         if spans:
             # Pieces of the missed words were placed relative to the gathered words: move them back.
             shift = tf.gather(splits, misses) - missed_splits[:-1]
@@ -69,9 +69,8 @@ class WordPiece(tf.Module):
             whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), pieces, piece_splits
         )
 
-    def _match(self, words, code_points, splits, spans=False):
-        """`segment` of `words` that are not tokens themselves (also given as code points and row
-        splits): the longest matches, then the greedy path."""
+    def _match(self, code_points, splits, spans=False):
+        """`segment` of words that are not tokens themselves: the longest matches, then the greedy path."""
         size = tf.size(code_points)
         rows = ops.row_ids(splits)
         word_bounds = tf.cast(splits, tf.int32)
@@ -83,7 +82,7 @@ class WordPiece(tf.Module):
         lengths = tf.where(start_nodes >= 0, tf.minimum(limits - tf.range(size), self._longest_token), 0)
         ends, ids = ops.rare_cond(
             tf.reduce_sum(tf.cast(lengths, tf.int64)) <= _SUBSTRINGS_AT_MOST,
-            lambda: self._longest_by_lookup(words, code_points, splits, rows, first, lengths),
+            lambda: self._longest_by_lookup(code_points, splits, rows, first, lengths),
             lambda: self._trie.longest_matches(code_points, start_nodes, limits),
         )
 
@@ -99,11 +98,10 @@ class WordPiece(tf.Module):
             ids = tf.stack([ids, tf.cast(kept, tf.int32), piece_ends], axis=1)
         return ids, ops.splits_from_row_ids(tf.gather(rows, kept), tf.cast(n_words, tf.int64))
 
-    def _longest_by_lookup(self, words, code_points, splits, rows, first, lengths):
+    def _longest_by_lookup(self, code_points, splits, rows, first, lengths):
         """`trie.Trie.longest_matches` for `_match`, by looking up every substring of up to `lengths`
         (int32 `[n]`) characters from each position: the token itself at a word's first position,
         the suffix indicator and it elsewhere."""
-        size = tf.size(code_points, out_type=tf.int64)
         longest = self._longest_token
         # Substrings as (position, length), in the order of a `[size, longest]` matrix.
         wanted = tf.range(1, longest + 1)[None, :] <= lengths[:, None]
@@ -115,7 +113,7 @@ class WordPiece(tf.Module):
         in_word = offsets[:-1] - ops.take(offsets, ops.take(splits, rows))
         begins = ops.take(offsets, origins)
         substrings = tf.strings.substr(
-            ops.take(words, ops.take(rows, origins)),
+            ops.take(ops.encode_utf8(code_points, splits), ops.take(rows, origins)),
             ops.take(in_word, origins),
             ops.take(offsets, origins + substring_lengths) - begins,
         )
@@ -125,5 +123,5 @@ class WordPiece(tf.Module):
         return trie.longest_of(
             ops.take(origins, found),
             trie.pack_key(ops.take(substring_lengths, found), ops.take(ids, found)),
-            tf.cast(size, tf.int32),
+            tf.size(code_points),
         )
