@@ -332,13 +332,14 @@ def greedy_path(jumps, starts, max_steps):
     """
     size = tf.size(jumps)
     jumps = tf.concat([jumps, [size, size + 1]], axis=0)
-    visited = tf.concat([starts, [False, False]], axis=0)
+    visited = tf.cast(tf.concat([starts, [False, False]], axis=0), tf.int32)
 
-    # After round r, `visited` holds the first 2**r positions of every path and `jumps` leaps 2**r steps.
+    # After round r, `visited` (0 or 1) holds the first 2**r positions of every path and `jumps` leaps
+    # 2**r steps. A position is reached when some visited position jumps to it: a segment max over
+    # all positions is three ops a round, where gathering the visited ones and scattering is a dozen.
     def double(visited, jumps):
-        targets = tf.gather(jumps, ops.indices_where(visited))
-        visited = tf.tensor_scatter_nd_update(visited, targets[:, None], tf.ones_like(targets, dtype=tf.bool))
-        return visited, tf.gather(jumps, jumps)
+        reached = tf.math.unsorted_segment_max(visited, jumps, size + 2)
+        return tf.maximum(visited, reached), tf.gather(jumps, jumps)
 
     if isinstance(max_steps, int):
         for _ in range(max(max_steps - 1, 0).bit_length()):
@@ -350,4 +351,4 @@ def greedy_path(jumps, starts, max_steps):
             lambda reach, visited, jumps: (reach * 2, *double(visited, jumps)),
             (tf.constant(1, tf.int64), visited, jumps),
         )
-    return visited[:-2]
+    return visited[:-2] > 0
