@@ -78,6 +78,11 @@ def shared_texts():
     return sorted(p for p in SHARED_DATA.glob("*.txt") if p != BERT_VOCAB)
 
 
+def real_texts():
+    """The real, unprocessed text of ../shared/data/realtext: short lines and prose in several scripts."""
+    return sorted((SHARED_DATA / "realtext").glob("*.txt")) if SHARED_DATA.is_dir() else []
+
+
 def nonempty_lines(path):
     with open(path, encoding="utf-8") as file:
         return [line.rstrip("\n") for line in file if line.strip()]

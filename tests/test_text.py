@@ -5,7 +5,7 @@ import functools
 import pytest
 import tensorflow as tf
 
-from tests.conftest import bert_reference, nonempty_lines, shared_texts
+from tests.conftest import bert_reference, nonempty_lines, real_texts, shared_texts
 from tfsubword.text.bert import BertNormalizer
 
 
@@ -43,9 +43,7 @@ def normalized(texts, **options):
 SIGMA, SMALL, FINAL = "\u03a3", "\u03c3", "\u03c2"
 
 
-@pytest.mark.parametrize(
-    "text, expected",
-    [
+CASES = [
         ("H\u00e9llo, WORLD!", ["hello", ",", "world", "!"]),
         ("\u0130stanbul", ["istanbul"]),
         # Final sigma at the end of a word, also before punctuation (case-ignorable) ...
@@ -71,11 +69,19 @@ SIGMA, SMALL, FINAL = "\u03a3", "\u03c3", "\u03c2"
         ("a\U0001d16d\u0e31\U0001d165", ["a\U0001d16d\U0001d165"]),
         ("", []),
         (" \t\n ", []),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize("text, expected", CASES)
 def test_uncased_cases(text, expected):
     assert normalized([text]) == [expected]
     assert reference_words(text) == expected
+
+
+def test_uncased_cases_in_one_batch():
+    """A capital sigma or a Hangul syllable anywhere in a batch sends all of it through the full
+    rules, where a text alone may take the one-element-per-character path: both give BERT's words."""
+    assert normalized([text for text, _ in CASES]) == [expected for _, expected in CASES]
 
 
 def test_cased_keeps_case_and_accents():
@@ -103,7 +109,7 @@ OPTIONS = [
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_texts() + real_texts(), ids=lambda p: p.name)
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def test_whole_corpus_matches_reference(path, options):
     lines = nonempty_lines(path)

@@ -12,6 +12,7 @@ from tests.conftest import (
     WORDPIECE_ROUTES,
     BertReference,
     nonempty_lines,
+    real_texts,
     shared_file,
     shared_texts,
     wordpiece_route,
@@ -51,9 +52,18 @@ def test_every_line_of_the_shared_texts(path, lowercase, route):
     assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
+@pytest.mark.full
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+@pytest.mark.parametrize("path", real_texts(), ids=lambda p: p.name)
+def test_every_line_of_the_real_texts(path, lowercase):
+    lines = nonempty_lines(path)
+    bad = mismatches(lines, lowercase)
+    assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
+
+
 def test_sample_of_every_shared_text():
     """The quick tier's parity sample: every 20th line of every shared text, both casings."""
-    lines = [line for path in shared_texts() for line in nonempty_lines(path)][::20]
+    lines = [line for path in shared_texts() + real_texts() for line in nonempty_lines(path)][::20]
     if not lines:
         pytest.skip("reference data not available")
     for lowercase in (True, False):

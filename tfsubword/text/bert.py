@@ -54,7 +54,9 @@ class BertNormalizer(tf.Module):
                 default_value=-1,
             )
             self._elements = tf.constant(elements)
-            self._element_counts = tf.constant((elements >= 0).sum(axis=1).astype(np.int32))
+            self._single_elements = tf.constant(
+                _single_elements(code_points, elements, self.lowercase, self.strip_accents)
+            )
             if self.lowercase:
                 sigma_code_points, sigma_classes = ud.sigma_context_table()
                 self._sigma_classes = tf.lookup.StaticHashTable(
@@ -117,11 +119,26 @@ class BertNormalizer(tf.Module):
         """
         rows = ops.row_ids(splits)
         entries = self._entries.lookup(code_points)
-        known = entries >= 0
-
         implicit = code_points
         if self.split_on_cjk:
             implicit = tf.where(_in_cjk_ranges(code_points), code_points + (ud.OWN << ud.KIND_SHIFT), code_points)
+        single = tf.where(entries >= 0, ops.take(self._single_elements, tf.maximum(entries, 0)), implicit)
+
+        def one_element_each():
+            kept = ops.indices_where(single >= 0)
+            return ops.take(single, kept), ops.take(rows, kept), kept
+
+        elements, element_rows, sources = ops.rare_cond(
+            tf.reduce_min(single) >= _NO_ELEMENT,
+            one_element_each,
+            lambda: self._elements_in_full(code_points, rows, entries, implicit),
+        )
+        return _group_words(elements, element_rows, sources, tf.size(splits, out_type=tf.int64) - 1)
+
+    def _elements_in_full(self, code_points, rows, entries, implicit):
+        """`normalize_code_points`' elements, their rows and sources, when some character has several
+        elements (Hangul syllables), or is a capital sigma, or leaves a mark that NFD may reorder."""
+        known = entries >= 0
         width = self._elements.shape[1]
         implicit_rows = tf.pad(implicit[:, None], [[0, 0], [0, width - 1]], constant_values=-1)
         matrix = tf.where(known[:, None], tf.gather(self._elements, tf.maximum(entries, 0)), implicit_rows)
@@ -146,7 +163,7 @@ class BertNormalizer(tf.Module):
             )
             kept = tf.gather(order, ops.indices_where(tf.gather(_kinds(elements), order) != ud.DROP))
             elements, element_rows, sources = (tf.gather(t, kept) for t in (elements, element_rows, sources))
-        return _group_words(elements, element_rows, sources, tf.size(splits, out_type=tf.int64) - 1)
+        return elements, element_rows, sources
 
     @tf.autograph.experimental.do_not_convert
     def words(self, text):
@@ -201,6 +218,30 @@ class BertNormalizer(tf.Module):
         lowered = tf.where(final, ud.pack(ud.FINAL_SIGMA, ud.NORMAL, 0), ud.pack(ud.SMALL_SIGMA, ud.NORMAL, 0))
         element_indices = tf.searchsorted(positions, sigmas * width, side="left")
         return tf.tensor_scatter_nd_update(elements, element_indices[:, None], lowered)
+
+
+# `_single_elements`: a character that normalizes to nothing (deleted, or only marks stripped).
+_NO_ELEMENT = -1
+# ... and one that `_elements_in_full` must normalize.
+_SEVERAL_ELEMENTS = -2
+
+
+def _single_elements(code_points, elements, lowercase, strip_accents):
+    """For each row of the normalization table, the one element that survives accent stripping, or
+    `_NO_ELEMENT`, or `_SEVERAL_ELEMENTS` where the whole rules are needed: several survivors, a
+    surviving mark that canonical reordering could move, or the capital sigma (its case depends on
+    its neighbours). Most text is characters of one element each: its elements need no matrix."""
+    kinds = (elements >> ud.KIND_SHIFT) & 3
+    survives = elements >= 0
+    if strip_accents:
+        survives &= kinds != ud.DROP
+    counts = survives.sum(axis=1)
+    several = (counts >= 2) | (survives & (((elements >> ud.CCC_SHIFT) & 0xFF) > 0)).any(axis=1)
+    if lowercase:
+        several |= code_points == ud.CAPITAL_SIGMA
+    first = np.take_along_axis(elements, np.argmax(survives, axis=1)[:, None], axis=1)[:, 0]
+    single = np.where(counts == 0, _NO_ELEMENT, first)
+    return np.where(several, _SEVERAL_ELEMENTS, single).astype(np.int32)
 
 
 def _in_cjk_ranges(code_points):
