@@ -339,7 +339,7 @@ def greedy_path(jumps, starts, max_steps):
     # all positions is three ops a round, where gathering the visited ones and scattering is a dozen.
     def double(visited, jumps):
         reached = tf.math.unsorted_segment_max(visited, jumps, size + 2)
-        return tf.maximum(visited, reached), tf.gather(jumps, jumps)
+        return tf.maximum(visited, reached), ops.take(jumps, jumps)
 
     if isinstance(max_steps, int):
         for _ in range(max(max_steps - 1, 0).bit_length()):

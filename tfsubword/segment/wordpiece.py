@@ -74,8 +74,8 @@ class WordPiece(tf.Module):
         size = tf.size(code_points)
         rows = ops.row_ids(splits)
         word_bounds = tf.cast(splits, tf.int32)
-        starts = tf.gather(word_bounds, rows)
-        limits = tf.gather(word_bounds[1:], rows)
+        starts = ops.take(word_bounds, rows)
+        limits = ops.take(word_bounds[1:], rows)
         first = tf.range(size) == starts
         start_nodes = tf.where(first, 0, self._continuation_root)
         start_nodes = tf.where(limits - starts > self._max_chars_per_word, -1, start_nodes)
@@ -90,13 +90,13 @@ class WordPiece(tf.Module):
         on_path = trie.greedy_path(jumps, first, self._max_chars_per_word)
         n_words = tf.size(splits) - 1
         failed_words = tf.math.unsorted_segment_max(tf.cast(on_path & (ends < 0), tf.int32), rows, n_words)
-        failed = tf.gather(failed_words, rows) > 0
+        failed = ops.take(failed_words, rows) > 0
         kept = ops.indices_where(tf.where(failed, first, on_path))
-        ids = tf.gather(tf.where(failed, self._unknown_id, ids), kept)
+        ids = ops.take(tf.where(failed, self._unknown_id, ids), kept)
         if spans:
-            piece_ends = tf.gather(tf.where(failed, limits, ends), kept)
+            piece_ends = ops.take(tf.where(failed, limits, ends), kept)
             ids = tf.stack([ids, tf.cast(kept, tf.int32), piece_ends], axis=1)
-        return ids, ops.splits_from_row_ids(tf.gather(rows, kept), tf.cast(n_words, tf.int64))
+        return ids, ops.splits_from_row_ids(ops.take(rows, kept), tf.cast(n_words, tf.int64))
 
     def _longest_by_lookup(self, code_points, splits, rows, first, lengths):
         """`trie.Trie.longest_matches` for `_match`, by looking up every substring of up to `lengths`

@@ -288,11 +288,11 @@ def _group_words(elements, element_rows, sources, n_rows):
         (element_rows != previous_rows) | (kinds == ud.OWN) | (previous_kinds == ud.OWN) | (previous_kinds == ud.SPACE)
     )
     in_word = ops.indices_where(kinds != ud.SPACE)
-    elements, element_rows, starts, sources = (tf.gather(t, in_word) for t in (elements, element_rows, starts, sources))
+    elements, element_rows, starts, sources = (ops.take(t, in_word) for t in (elements, element_rows, starts, sources))
     code_points = tf.bitwise.bitwise_and(elements, ud.CODE_POINT_MASK)
     word_starts = ops.indices_where(starts)
     word_splits = tf.concat([word_starts, tf.shape(code_points, out_type=tf.int64)], axis=0)
-    row_splits = ops.splits_from_row_ids(tf.gather(element_rows, word_starts), n_rows)
+    row_splits = ops.splits_from_row_ids(ops.take(element_rows, word_starts), n_rows)
     words = tf.RaggedTensor.from_nested_row_splits(code_points, (row_splits, word_splits), validate=False)
     return words, sources
 
