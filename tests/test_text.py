@@ -44,31 +44,31 @@ SIGMA, SMALL, FINAL = "\u03a3", "\u03c3", "\u03c2"
 
 
 CASES = [
-        ("H\u00e9llo, WORLD!", ["hello", ",", "world", "!"]),
-        ("\u0130stanbul", ["istanbul"]),
-        # Final sigma at the end of a word, also before punctuation (case-ignorable) ...
-        (f"{SIGMA}O{SIGMA}.", [f"{SMALL}o{FINAL}", "."]),
-        # ... but not when a cased letter follows, or nothing cased precedes.
-        (f"{SIGMA}A", [f"{SMALL}a"]),
-        (f"1{SIGMA}", [f"1{SMALL}"]),
-        # Whitespace ends the scan (the token ends), a format character is deleted first.
-        (f"A{SIGMA} B", [f"a{FINAL}", "b"]),
-        (f"A{SIGMA}\u00adB", [f"a{SMALL}b"]),
-        ("\u00bd \u2026 \ufb01", ["\u00bd", "\u2026", "\ufb01"]),  # no NFKC
-        ("a\u00adb a\x0bb a\x85b", ["ab", "ab", "ab"]),  # deleted control/format characters join
-        ("a\u2028b a\u00a0b a\u3000b", ["a", "b", "a", "b", "a", "b"]),  # Unicode separators split
-        ("a\x00b a\ufffdb", ["ab", "ab"]),
-        ("\u4e2d\u6587abc", ["\u4e2d", "\u6587", "abc"]),
-        ("\u3072\u3089\u304b\u306a", ["\u3072\u3089\u304b\u306a"]),  # Hiragana is not split
-        ("\u304c", ["\u304b"]),  # が = か + voiced sound mark U+3099 (Mn), which accent stripping drops
-        ("\ud55c", ["\u1112\u1161\u11ab"]),  # 한 -> jamo once accents are stripped
-        # NFD orders marks by combining class before BERT drops the nonspacing ones: the two musical
-        # marks (classes 226 and 216, spacing) swap, even across a dropped acute (230) ...
-        ("a\U0001d16d\u0301\U0001d165", ["a\U0001d165\U0001d16d"]),
-        # ... but a nonspacing mark of class 0 (Thai mai han-akat) starts a new run: no swap.
-        ("a\U0001d16d\u0e31\U0001d165", ["a\U0001d16d\U0001d165"]),
-        ("", []),
-        (" \t\n ", []),
+    ("H\u00e9llo, WORLD!", ["hello", ",", "world", "!"]),
+    ("\u0130stanbul", ["istanbul"]),
+    # Final sigma at the end of a word, also before punctuation (case-ignorable) ...
+    (f"{SIGMA}O{SIGMA}.", [f"{SMALL}o{FINAL}", "."]),
+    # ... but not when a cased letter follows, or nothing cased precedes.
+    (f"{SIGMA}A", [f"{SMALL}a"]),
+    (f"1{SIGMA}", [f"1{SMALL}"]),
+    # Whitespace ends the scan (the token ends), a format character is deleted first.
+    (f"A{SIGMA} B", [f"a{FINAL}", "b"]),
+    (f"A{SIGMA}\u00adB", [f"a{SMALL}b"]),
+    ("\u00bd \u2026 \ufb01", ["\u00bd", "\u2026", "\ufb01"]),  # no NFKC
+    ("a\u00adb a\x0bb a\x85b", ["ab", "ab", "ab"]),  # deleted control/format characters join
+    ("a\u2028b a\u00a0b a\u3000b", ["a", "b", "a", "b", "a", "b"]),  # Unicode separators split
+    ("a\x00b a\ufffdb", ["ab", "ab"]),
+    ("\u4e2d\u6587abc", ["\u4e2d", "\u6587", "abc"]),
+    ("\u3072\u3089\u304b\u306a", ["\u3072\u3089\u304b\u306a"]),  # Hiragana is not split
+    ("\u304c", ["\u304b"]),  # が = か + voiced sound mark U+3099 (Mn), which accent stripping drops
+    ("\ud55c", ["\u1112\u1161\u11ab"]),  # 한 -> jamo once accents are stripped
+    # NFD orders marks by combining class before BERT drops the nonspacing ones: the two musical
+    # marks (classes 226 and 216, spacing) swap, even across a dropped acute (230) ...
+    ("a\U0001d16d\u0301\U0001d165", ["a\U0001d165\U0001d16d"]),
+    # ... but a nonspacing mark of class 0 (Thai mai han-akat) starts a new run: no swap.
+    ("a\U0001d16d\u0e31\U0001d165", ["a\U0001d16d\U0001d165"]),
+    ("", []),
+    (" \t\n ", []),
 ]
 
 
