@@ -147,3 +147,28 @@ def test_split_strings_by_hand():
     parts, rows, splits = ops.split_strings(tf.constant([" x  y", "z"]), sep=" ")
     assert parts.numpy().tolist() == [b"", b"x", b"", b"y", b"z"]
     assert rows.numpy().tolist() == [0, 0, 0, 0, 1] and splits.numpy().tolist() == [0, 4, 5]
+
+
+def test_search_sorted_by_hand():
+    bounds = tf.constant([2, 4, 4, 7], tf.int64)
+    values = tf.constant([0, 2, 3, 4, 7, 9], tf.int64)
+    assert ops.search_sorted(bounds, values).numpy().tolist() == [0, 0, 1, 1, 3, 4]
+    assert ops.search_sorted(bounds, values, side="right").numpy().tolist() == [0, 1, 1, 3, 4, 4]
+    assert ops.search_sorted(bounds, tf.zeros([0], tf.int64), out_type=tf.int64).dtype == tf.int64
+    assert ops.search_sorted(tf.zeros([0], tf.int64), values).numpy().tolist() == [0] * 6
+
+
+def test_substitute_rows_by_hand():
+    # Rows 1 and 3 are replaced by the replacement's rows 0 ([7, 8]) and 1 (empty), in order.
+    values, splits = ops.substitute_rows(
+        tf.constant([10, 11, 12, 13]),
+        tf.constant([False, True, False, True]),
+        tf.constant([7, 8]),
+        tf.constant([0, 2, 2], tf.int64),
+    )
+    assert values.numpy().tolist() == [10, 7, 8, 12]
+    assert splits.numpy().tolist() == [0, 1, 3, 4, 4]
+    values, splits = ops.substitute_rows(
+        tf.constant([5, 6]), tf.constant([False, False]), tf.zeros([0], tf.int32), tf.constant([0], tf.int64)
+    )
+    assert values.numpy().tolist() == [5, 6] and splits.numpy().tolist() == [0, 1, 2]

@@ -64,19 +64,24 @@ def first_and_last_in_rows(mask, sorted_rows, nrows):
     rows = tf.gather(tf.cast(sorted_rows, tf.int64), at)
     wanted = tf.range(tf.cast(nrows, tf.int64))
     count = tf.size(at, out_type=tf.int64)
-    first = tf.searchsorted(rows, wanted, side="left", out_type=tf.int64)
-    last = tf.searchsorted(rows, wanted, side="right", out_type=tf.int64) - 1
+    first = search_sorted(rows, wanted, side="left", out_type=tf.int64)
+    last = search_sorted(rows, wanted, side="right", out_type=tf.int64) - 1
     has_any = last >= first
     at = tf.concat([at, [0]], axis=0)  # read where a row has none
     first = tf.where(has_any, tf.gather(at, tf.minimum(first, count)), tf.size(mask, out_type=tf.int64))
     return first, tf.where(has_any, tf.gather(at, tf.maximum(last, 0)), -1)
 
 
+def search_sorted(sorted_values, values, side="left", out_type=tf.int32):
+    """`tf.searchsorted` of a 1-D sorted sequence: four ops, where `tf.searchsorted` spends a dozen
+    reshaping for batches of sequences (a cost per call that small inputs feel)."""
+    search = tf.raw_ops.LowerBound if side == "left" else tf.raw_ops.UpperBound
+    return search(sorted_inputs=sorted_values[None, :], values=values[None, :], out_type=out_type)[0]
+
+
 def splits_from_row_ids(sorted_row_ids, nrows):
     """Row splits `[nrows + 1]` for values whose (non-decreasing) row indices are `sorted_row_ids`."""
-    return tf.searchsorted(
-        sorted_row_ids, tf.range(nrows + 1, dtype=sorted_row_ids.dtype), side="left", out_type=tf.int64
-    )
+    return search_sorted(sorted_row_ids, tf.range(nrows + 1, dtype=sorted_row_ids.dtype), out_type=tf.int64)
 
 
 def split_strings(strings, sep=""):
@@ -146,24 +151,22 @@ def rows_in_halves(values, row_splits):
     splits) of the first half, the same of the second, its splits from 0). Either half may have no
     rows."""
     rows = tf.size(row_splits, out_type=tf.int64) - 1
-    half = tf.minimum(tf.searchsorted(row_splits, row_splits[-1:] // 2, out_type=tf.int64)[0], rows)
+    half = tf.minimum(search_sorted(row_splits, row_splits[-1:] // 2, out_type=tf.int64)[0], rows)
     middle = row_splits[half]
     return half, (values[:middle], row_splits[: half + 1]), (values[middle:], row_splits[half:] - middle)
 
 
-def substitute_rows(values, replaced, replacement_index, replacement_values, replacement_splits):
-    """Rows of one value each, some replaced by rows of a ragged tensor.
+def substitute_rows(values, replaced, replacement_values, replacement_splits):
+    """Rows of one value each, some replaced by the rows of a ragged tensor, in order.
 
-    Row i is `[values[i]]`, except where `replaced[i]`: the k-th replaced row becomes row
-    `replacement_index[k]` of the ragged (`replacement_values`, `replacement_splits`).
-    Values may have inner dimensions (the same in both). Returns (values, row splits) of the
-    `len(values)` rows.
+    Row i is `[values[i]]`, except where `replaced[i]`: the k-th replaced row becomes row k of the
+    ragged (`replacement_values`, `replacement_splits`). Values may have inner dimensions (the same
+    in both). Returns (values, row splits) of the `len(values)` rows.
     """
     size = tf.shape(values, out_type=tf.int64)[0]
-    replaced_rank = tf.maximum(tf.cumsum(tf.cast(replaced, tf.int64)) - 1, 0)
-    # A trailing 0 keeps the gather in range when nothing is replaced.
-    replacement_rows = tf.gather(tf.concat([replacement_index, [0]], axis=0), replaced_rank)
-    rows = tf.where(replaced, replacement_rows, tf.size(replacement_splits, out_type=tf.int64) - 1 + tf.range(size))
+    replacements = tf.size(replacement_splits, out_type=tf.int64) - 1
+    # Gathered from one table: the replacement rows, then each value as a row of its own.
+    rows = tf.where(replaced, tf.cumsum(tf.cast(replaced, tf.int64), exclusive=True), replacements + tf.range(size))
     table_values = tf.concat([replacement_values, values], axis=0)
     table_splits = tf.concat([replacement_splits, replacement_splits[-1] + tf.range(1, size + 1)], axis=0)
     return gather_rows(table_values, table_splits, rows)

@@ -284,7 +284,7 @@ class DoubleArray(tf.Module):
             found = tf.cast(tf.bitwise.bitwise_and(self._unit(base), 0x7FFFFFFF), tf.int64)
             taken += 1
             length = tf.tensor_scatter_nd_update(length, ended, tf.fill(tf.shape(leaf), taken))
-            value = tf.tensor_scatter_nd_update(value, ended, tf.searchsorted(self._values, found, out_type=tf.int64))
+            value = tf.tensor_scatter_nd_update(value, ended, ops.search_sorted(self._values, found, out_type=tf.int64))
             return taken, walks, node, length, value
 
         _, _, _, length, value = tf.while_loop(

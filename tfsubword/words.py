@@ -41,7 +41,7 @@ def segment_distinct(words, segment, whole_words=None, spans=False):
     if spans:
         whole = tf.cast(whole, tf.int64)
         whole = tf.stack([whole, tf.zeros_like(whole), tf.cast(tf.strings.length(words), tf.int64)], axis=1)
-    return ops.substitute_rows(whole, missed, tf.range(tf.size(misses, out_type=tf.int64)), values, splits)
+    return ops.substitute_rows(whole, missed, values, splits)
 
 
 def _segment_in_halves(segment, words):

@@ -26,7 +26,7 @@ def merged_unknowns(ids, splits, unknown_id):
 
 def less_dropped(splits, dropped):
     """Row `splits` (int64) with the values at the sorted positions `dropped` (int64) taken out."""
-    return splits - tf.searchsorted(dropped, splits, out_type=tf.int64)
+    return splits - ops.search_sorted(dropped, splits, out_type=tf.int64)
 
 
 def unknowns_as_bytes(ids, characters, unknown_id, byte_ids):

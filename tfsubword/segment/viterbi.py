@@ -113,7 +113,7 @@ class Viterbi(tf.Module):
         starts = ops.indices_where(apart | (values == self._space))
         distinct_parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
         # The parts of each word: a range of `parts`, from the part where the word starts.
-        part_splits = tf.searchsorted(starts, splits, out_type=tf.int64)
+        part_splits = ops.search_sorted(starts, splits, out_type=tf.int64)
         part_of_occurrence, occurrence_splits = ops.gather_rows(part, part_splits, occurrences)
         line_splits = ops.take(occurrence_splits, word_splits)
         return distinct_parts, part_of_occurrence, line_splits, ops.row_ids(line_splits)

@@ -50,7 +50,7 @@ def fragile(lattice, suspects, occurrence, word_lines, line_word_splits, total, 
         exclusive=True,
     )
     before -= ops.take(before, ops.take(spans.row_splits, ops.row_ids(spans.row_splits)))
-    before_score, before_chars = tf.unstack(ops.take(before, tf.searchsorted(in_lines, suspects)), axis=1)
+    before_score, before_chars = tf.unstack(ops.take(before, ops.search_sorted(in_lines, suspects)), axis=1)
     words = ops.take(occurrence, suspects)
     word_length = tf.cast(ops.take(length, words), tf.float64)
     magnitude = (
@@ -86,7 +86,7 @@ def scores_before(lattice, fragile, occurrence, word_lines, line_word_splits, ra
     earlier = tf.ragged.range(ops.take(line_word_splits, lines), tf.math.segment_max(fragile, line_of_fragile) + 1)
     in_lines = earlier.flat_values  # sorted
     n = tf.size(in_lines, out_type=tf.int64)
-    fragile_at = tf.searchsorted(in_lines, fragile, out_type=tf.int64)
+    fragile_at = ops.search_sorted(in_lines, fragile, out_type=tf.int64)
     is_fragile = tf.scatter_nd(fragile_at[:, None], tf.ones_like(fragile, tf.bool), [n])
     # Their pieces, unknown characters unmerged (each is a node).
     words = ops.take(occurrence, in_lines)

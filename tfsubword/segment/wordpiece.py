@@ -65,9 +65,7 @@ class WordPiece(tf.Module):
             pieces = pieces + tf.stack([tf.zeros_like(shift), shift, shift], axis=1)
             bounds = tf.cast(splits, tf.int32)
             whole_ids = tf.stack([whole_ids, bounds[:-1], bounds[1:]], axis=1)
-        return ops.substitute_rows(
-            whole_ids, missed, tf.range(tf.size(misses, out_type=tf.int64)), pieces, piece_splits
-        )
+        return ops.substitute_rows(whole_ids, missed, pieces, piece_splits)
 
     def _match(self, code_points, splits, spans=False):
         """`segment` of words that are not tokens themselves: the longest matches, then the greedy path."""

@@ -121,7 +121,7 @@ class BertNormalizer(tf.Module):
         entries = self._entries.lookup(code_points)
         implicit = code_points
         if self.split_on_cjk:
-            implicit = tf.where(_in_cjk_ranges(code_points), code_points + (ud.OWN << ud.KIND_SHIFT), code_points)
+            implicit = code_points + _in_cjk_ranges(code_points) * (ud.OWN << ud.KIND_SHIFT)
         single = tf.where(entries >= 0, ops.take(self._single_elements, tf.maximum(entries, 0)), implicit)
 
         def one_element_each():
@@ -205,7 +205,7 @@ class BertNormalizer(tf.Module):
         classes = self._sigma_classes.lookup(code_points)
         stoppers = ops.indices_where(kept & (classes != ud.SIGMA_CASE_IGNORABLE))
         sigmas = ops.indices_where(code_points == ud.CAPITAL_SIGMA)
-        rank = tf.searchsorted(stoppers, sigmas, side="left")
+        rank = ops.search_sorted(stoppers, sigmas)
         last = tf.size(stoppers) - 1
 
         def cased_neighbour(neighbour_rank):
@@ -216,7 +216,7 @@ class BertNormalizer(tf.Module):
 
         final = cased_neighbour(rank - 1) & ~cased_neighbour(rank + 1)
         lowered = tf.where(final, ud.pack(ud.FINAL_SIGMA, ud.NORMAL, 0), ud.pack(ud.SMALL_SIGMA, ud.NORMAL, 0))
-        element_indices = tf.searchsorted(positions, sigmas * width, side="left")
+        element_indices = ops.search_sorted(positions, sigmas * width)
         return tf.tensor_scatter_nd_update(elements, element_indices[:, None], lowered)
 
 
@@ -245,9 +245,10 @@ def _single_elements(code_points, elements, lowercase, strip_accents):
 
 
 def _in_cjk_ranges(code_points):
+    """1 for the code points (int32 `[n]`) in a CJK range, else 0 (int32)."""
     # Inside a range, a code point has an odd number of bounds at or below it: one search, where
     # a test per range costs four ops each.
-    return tf.bitwise.bitwise_and(tf.searchsorted(_CJK_BOUNDS, code_points, side="right"), 1) > 0
+    return tf.bitwise.bitwise_and(ops.search_sorted(_CJK_BOUNDS, code_points, side="right"), 1)
 
 
 def _range_bounds(ranges):

@@ -269,7 +269,7 @@ class SentencePieceNormalizer(tf.Module):
                 line_ends,
                 ops.take(
                     tf.concat([tf.cast(invalid, tf.int32), [size]], axis=0),
-                    tf.searchsorted(tf.cast(invalid, tf.int32), positions),
+                    ops.search_sorted(tf.cast(invalid, tf.int32), positions),
                 ),
             ),
             lambda: line_ends,
