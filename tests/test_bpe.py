@@ -9,10 +9,11 @@ import keras
 import pytest
 import tensorflow as tf
 
-from tests.conftest import nonempty_lines, shared_file, shared_texts
+from tests.conftest import nonempty_lines, real_texts, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import BPELayer, train_bpe
 from tfsubword.files.vocab import write_merges, write_vocab_json
+from tfsubword.segment import bpe as bpe_segment
 from tfsubword.text import byte_level as byte_level_lib
 
 SEED_CORPUS = [
@@ -238,7 +239,7 @@ def encoders(paths):
 
 @pytest.mark.full
 @pytest.mark.parametrize("which", ["hf", "ours"])
-@pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_texts() + real_texts(), ids=lambda p: p.name)
 def test_identical_ids_to_hugging_face_on_every_line(trained, which, path):
     encode, reference, _ = encoders(trained[which])
     lines = nonempty_lines(path)
@@ -341,6 +342,52 @@ def test_repeated_pair_merges_from_the_left():
     reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     for text, expected in [("aaaaa", [1, 2]), ("aaaa", [1, 1]), ("aaa", [2]), ("aa", [1])]:
         assert BPELayer(vocabulary, merges)(text).numpy().tolist() == reference.encode(text).ids == expected
+
+
+def test_sure_merges_by_hand():
+    """(v, w) and (vw, x) are sure: no merge takes w from the right or v, vw from the left first. (x, y)
+    is not: (vw, x) ranks before it and takes x once vw exists, so `vwxy` is vwx y, not vw xy (as
+    merging every locally lowest pair at once would give). In a list where a merge uses a token
+    before the merge that makes it, nothing is sure."""
+    vocabulary = ["v", "w", "x", "y", "vw", "vwx", "xy"]
+    merges = [("v", "w"), ("vw", "x"), ("x", "y")]
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    ranks = {(ids[a], ids[b]): (rank, ids[a + b]) for rank, (a, b) in enumerate(merges)}
+    assert bpe_segment._sure_merges(ranks) == {(ids["v"], ids["w"]), (ids["vw"], ids["x"])}
+    backwards = {(ids[a], ids[b]): (rank, ids[a + b]) for rank, (a, b) in enumerate(merges[::-1])}
+    assert bpe_segment._sure_merges(backwards) == set()
+    tokenizers = tokenizers_module()
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE(ids, merges))
+    layer = BPELayer(vocabulary, merges, byte_level=False)
+    for text, expected in [("vwxy", [5, 3]), ("xyvw", [6, 4]), ("vwxyvw", [5, 3, 4]), ("wxy", [1, 6])]:
+        assert layer(text).numpy().tolist() == reference.encode(text).ids == expected
+
+
+@st.composite
+def _grown_merges(draw):
+    """A merge list grown as training grows one: each merge joins two tokens that exist already."""
+    vocabulary = list("abc")
+    merges = []
+    for _ in range(draw(st.integers(0, 12))):
+        left, right = draw(st.sampled_from(vocabulary)), draw(st.sampled_from(vocabulary))
+        if (left, right) not in merges:
+            merges.append((left, right))
+            if left + right not in vocabulary:
+                vocabulary.append(left + right)
+    return vocabulary, merges
+
+
+@hypothesis.given(grown=_grown_merges(), words=st.lists(st.text("abc", min_size=1, max_size=24), min_size=1))
+def test_random_merge_lists_match_hugging_face(grown, words):
+    """Sure merges run together with each word's lowest pair: on any grown list, the ids are Hugging
+    Face's."""
+    vocabulary, merges = grown
+    tokenizers = tokenizers_module()
+    reference = tokenizers.Tokenizer(
+        tokenizers.models.BPE({token: index for index, token in enumerate(vocabulary)}, merges)
+    )
+    got = BPELayer(vocabulary, merges, byte_level=False)(words).to_list()
+    assert got == [reference.encode(word).ids for word in words]
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,14 @@
 Each word starts as its bytes (or, not byte-level, its characters), and merges apply as Hugging Face's
 BPE model applies them: repeatedly, the adjacent pair whose merge has the lowest rank, the leftmost such
 pair first, until no pair of the word has a merge. In the graph that is one `tf.while_loop` over all the
-words at once, one merge per word per step (integer pair keys in one hash table); a word that is itself
-a token encoding to itself (most frequent words) is looked up whole instead.
+words at once (integer pair keys in one hash table). Each step makes that merge in every word, and with
+it every merge that is sure to come whatever happens first (`_sure_merges`): a line of Japanese
+without spaces, one word of hundreds of bytes, takes a third of the steps. A word with no merge left
+leaves the loop, so the long words' last steps do not carry the short ones. A word that is itself a
+token encoding to itself (most frequent words) is looked up whole instead.
 """
+
+import math
 
 import numpy as np
 import tensorflow as tf
@@ -30,6 +35,35 @@ def merge_word(symbols, ranks):
         _, position, merged = best
         symbols[position : position + 2] = [merged]
     return symbols
+
+
+# In the merge table's values: rank << 32 | _SURE (if a sure merge) | the merged token's id.
+_SURE = 2**31
+
+
+def _sure_merges(ranks):
+    """The pairs that merge wherever they stand, whatever else the word holds, as the set of
+    `ranks`' keys: a step may merge them all with the word's lowest pair, not one by one.
+
+    A pair (x, y) of rank r is sure when every merge that could take x from its left, (., x), and
+    every one that could take y from its right, (y, .), ranks after r: nothing touches x or y
+    before (x, y) merges. Merging it early changes nothing else when no merge that uses a token
+    ranks before the merge that makes it (as in every trained list). Lists where one does have no
+    sure merges.
+    """
+    first_as_left, first_as_right = {}, {}
+    for (left, right), (rank, _) in ranks.items():
+        first_as_left[left] = min(rank, first_as_left.get(left, rank))
+        first_as_right[right] = min(rank, first_as_right.get(right, rank))
+    never = math.inf
+    for rank, merged in ranks.values():
+        if min(first_as_left.get(merged, never), first_as_right.get(merged, never)) <= rank:
+            return set()
+    return {
+        (left, right)
+        for (left, right), (rank, _) in ranks.items()
+        if rank < first_as_right.get(left, never) and rank < first_as_left.get(right, never)
+    }
 
 
 class BytePairEncoding(tf.Module):
@@ -72,7 +106,10 @@ class BytePairEncoding(tf.Module):
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)
         keys = np.array([left * size + right for left, right in ranks], np.int64)
-        values = np.array([rank * size + merged for rank, merged in ranks.values()], np.int64)
+        sure = _sure_merges(ranks)
+        values = np.array(
+            [(rank << 32) + ((pair in sure) << 31) + merged for pair, (rank, merged) in ranks.items()], np.int64
+        )
         self._merge_table = tables.hash_table(keys, values, -1, tf.int64, tf.int64)
         if byte_level:
             self._byte_ids = tables.constant([initial.get(b, unknown_id) for b in range(256)], tf.int64)
@@ -92,30 +129,49 @@ class BytePairEncoding(tf.Module):
                 symbols = tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
         known = ops.indices_where(symbols >= 0)
         symbols, rows = ops.take(symbols, known), ops.take(ops.row_ids(splits), known)
-        size = tf.constant(self._size, tf.int64)
-        table = self._merge_table
         number_of_words = tf.size(words, out_type=tf.int64)
-
-        def step(symbols, rows, _):
-            count = tf.size(symbols, out_type=tf.int64)
-            pairs = tf.maximum(count - 1, 0)
-            same_word = rows[:-1] == rows[1:]
-            found = table.lookup(symbols[:-1] * size + symbols[1:])
-            found = tf.where(same_word, found, -1)
-            mergeable = found >= 0
-            # The leftmost pair of lowest rank in each word: minimize rank * count + position.
-            key = tf.where(mergeable, (found // size) * count + tf.range(pairs), tf.int64.max)
-            best = tf.math.unsorted_segment_min(key, rows[:-1], number_of_words)
-            chosen = mergeable & (key == ops.take(best, rows[:-1]))
-            chosen_at = tf.concat([chosen, [False]], axis=0)
-            merged = tf.where(chosen_at, tf.concat([found % size, [0]], axis=0), symbols)
-            keep = ops.indices_where(~tf.concat([[False], chosen], axis=0))
-            return ops.take(merged, keep), ops.take(rows, keep), tf.reduce_any(chosen)
-
-        symbols, rows, _ = tf.while_loop(
-            lambda symbols, rows, going: going,
-            step,
-            (symbols, rows, tf.size(symbols) > 1),
-            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
+        # Eagerly, an empty array cannot concat: each starts with an empty part.
+        finished = [
+            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
+                0, tf.zeros([0], tf.int64)
+            )
+            for _ in range(2)
+        ]
+        _, _, finished, _ = tf.while_loop(
+            lambda symbols, rows, finished, step: tf.size(symbols) > 0,
+            lambda symbols, rows, finished, step: self._merge_step(symbols, rows, finished, step, number_of_words),
+            (symbols, rows, finished, tf.constant(1)),
+            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), [None, None], tf.TensorShape([])),
         )
-        return tf.cast(symbols, tf.int32), ops.splits_from_row_ids(rows, number_of_words)
+        symbols, rows = (part.concat() for part in finished)
+        # Each word left the loop whole, in one step: its symbols are one run of `finished`.
+        positions = tf.range(tf.size(rows, out_type=tf.int64))
+        first = tf.math.unsorted_segment_min(positions, rows, number_of_words)
+        counts = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, number_of_words)
+        splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
+        word_of, place = ops.row_ids_and_places(splits)
+        return tf.cast(ops.take(symbols, ops.take(first, word_of) + place), tf.int32), splits
+
+    def _merge_step(self, symbols, rows, finished, step, number_of_words):
+        """In each word, the leftmost pair of lowest rank and the sure pairs merge; the words that have
+        no merge leave the loop, written to `finished`."""
+        size = tf.constant(self._size, tf.int64)
+        count = tf.size(symbols, out_type=tf.int64)
+        pairs = tf.maximum(count - 1, 0)
+        found = self._merge_table.lookup(symbols[:-1] * size + symbols[1:])
+        found = tf.where(rows[:-1] == rows[1:], found, -1)
+        mergeable = found >= 0
+        # The leftmost pair of lowest rank in each word: minimize rank * count + position.
+        no_pair = tf.int64.max
+        key = tf.where(mergeable, tf.bitwise.right_shift(found, 32) * count + tf.range(pairs), no_pair)
+        best = ops.take(tf.math.unsorted_segment_min(key, rows[:-1], number_of_words), rows)
+        # With it, every sure merge (see `_sure_merges`): they touch neither it nor each other.
+        chosen = mergeable & ((key == best[:-1]) | (tf.bitwise.bitwise_and(found, _SURE) != 0))
+        merged_ids = tf.bitwise.bitwise_and(found, _SURE - 1)
+        merged = tf.where(tf.concat([chosen, [False]], axis=0), tf.concat([merged_ids, [0]], axis=0), symbols)
+        # A symbol merged into the one before it goes; those of words without a merge leave the loop.
+        done = best == no_pair
+        going = ops.indices_where(~(tf.concat([[False], chosen], axis=0) | done))
+        done = ops.indices_where(done)
+        finished = [part.write(step, ops.take(t, done)) for part, t in zip(finished, (merged, rows))]
+        return ops.take(merged, going), ops.take(rows, going), finished, step + 1
