@@ -111,17 +111,24 @@ class BertReference:
 # WordPiece takes its longest matches from one of two routes chosen by the size of the text
 # (`tfsubword.segment.wordpiece`); parity tests check each, forced by the threshold between them.
 WORDPIECE_ROUTES = {"chosen by size": None, "substring lookup": 2**31 - 1, "trie walk": -1}
+# And `WordPieceLayer` pieces a small batch as whole texts, a large one by its distinct coarse words
+# (`tfsubword.layers.wordpiece`).
+WORDPIECE_BATCH_ROUTES = {"chosen by size": None, "whole texts": 2**62, "distinct words": -1}
 
 
 @contextlib.contextmanager
-def wordpiece_route(route):
-    """Layers traced inside take the WordPiece route named `route` (a key of `WORDPIECE_ROUTES`)."""
+def wordpiece_route(route, batch_route="chosen by size"):
+    """Layers traced inside take the WordPiece route named `route` (a key of `WORDPIECE_ROUTES`) and
+    the batch route `batch_route` (of `WORDPIECE_BATCH_ROUTES`)."""
+    from tfsubword.layers import wordpiece as layer_module
     from tfsubword.segment import wordpiece
 
-    threshold = wordpiece._SUBSTRINGS_AT_MOST
+    thresholds = wordpiece._SUBSTRINGS_AT_MOST, layer_module._WHOLE_TEXTS_AT_MOST
     if WORDPIECE_ROUTES[route] is not None:
         wordpiece._SUBSTRINGS_AT_MOST = WORDPIECE_ROUTES[route]
+    if WORDPIECE_BATCH_ROUTES[batch_route] is not None:
+        layer_module._WHOLE_TEXTS_AT_MOST = WORDPIECE_BATCH_ROUTES[batch_route]
     try:
         yield
     finally:
-        wordpiece._SUBSTRINGS_AT_MOST = threshold
+        wordpiece._SUBSTRINGS_AT_MOST, layer_module._WHOLE_TEXTS_AT_MOST = thresholds

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import (
     BERT_VOCAB,
+    WORDPIECE_BATCH_ROUTES,
     WORDPIECE_ROUTES,
     BertReference,
     nonempty_lines,
@@ -20,22 +21,27 @@ from tests.conftest import (
 from tfsubword import WordPieceLayer
 from tfsubword.files.vocab import read_vocabulary
 
-ROUTES = list(WORDPIECE_ROUTES)
+# Each route, and each batch route with the routes chosen by size: (route, batch route).
+ROUTES = [(route, "chosen by size") for route in WORDPIECE_ROUTES] + [
+    ("chosen by size", batch_route) for batch_route in list(WORDPIECE_BATCH_ROUTES)[1:]
+]
+# Over whole corpora, batches of 1024 lines: the distinct words, unless whole texts are forced.
+CORPUS_ROUTES = [routes for routes in ROUTES if routes[1] != "distinct words"]
 
 
 @functools.cache
-def tokenizers(lowercase, route="chosen by size"):
-    """(traced layer, reference) for the BERT uncased vocabulary, built once per casing and route."""
+def tokenizers(lowercase, routes=ROUTES[0]):
+    """(traced layer, reference) for the BERT uncased vocabulary, built once per casing and routes."""
     tokens = read_vocabulary(shared_file(BERT_VOCAB.name))
     layer = WordPieceLayer(tokens, lowercase=lowercase)
     encode = tf.function(layer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
-    with wordpiece_route(route):
-        encode.get_concrete_function()  # the route is fixed when the layer is traced
+    with wordpiece_route(*routes):
+        encode.get_concrete_function()  # the routes are fixed when the layer is traced
     return encode, BertReference(tokens, lowercase=lowercase)
 
 
-def mismatches(texts, lowercase, route="chosen by size"):
-    encode, reference = tokenizers(lowercase, route)
+def mismatches(texts, lowercase, routes=ROUTES[0]):
+    encode, reference = tokenizers(lowercase, routes)
     got = []
     for start in range(0, len(texts), 1024):
         got += encode(tf.constant(texts[start : start + 1024], tf.string)).to_list()
@@ -43,21 +49,22 @@ def mismatches(texts, lowercase, route="chosen by size"):
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("routes", CORPUS_ROUTES, ids=" / ".join)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
-def test_every_line_of_the_shared_texts(path, lowercase, route):
+def test_every_line_of_the_shared_texts(path, lowercase, routes):
     lines = nonempty_lines(path)
-    bad = mismatches(lines, lowercase, route)
+    bad = mismatches(lines, lowercase, routes)
     assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
 @pytest.mark.full
+@pytest.mark.parametrize("routes", [ROUTES[0], ("chosen by size", "whole texts")], ids=" / ".join)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @pytest.mark.parametrize("path", real_texts(), ids=lambda p: p.name)
-def test_every_line_of_the_real_texts(path, lowercase):
+def test_every_line_of_the_real_texts(path, lowercase, routes):
     lines = nonempty_lines(path)
-    bad = mismatches(lines, lowercase)
+    bad = mismatches(lines, lowercase, routes)
     assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
@@ -67,8 +74,8 @@ def test_sample_of_every_shared_text():
     if not lines:
         pytest.skip("reference data not available")
     for lowercase in (True, False):
-        for route in ROUTES:
-            bad = mismatches(lines, lowercase, route)
+        for routes in CORPUS_ROUTES:
+            bad = mismatches(lines, lowercase, routes)
             assert not bad, f"identical on {len(lines) - len(bad)}/{len(lines)} lines; first difference: {bad[0][0]!r}"
 
 
@@ -96,11 +103,11 @@ pieces = st.one_of(
 texts = st.lists(pieces, max_size=30).map("".join)
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("routes", ROUTES, ids=" / ".join)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @given(batch=st.lists(texts, min_size=1, max_size=4))
-def test_random_unicode_matches_reference(lowercase, route, batch):
-    assert mismatches(batch, lowercase, route) == []
+def test_random_unicode_matches_reference(lowercase, routes, batch):
+    assert mismatches(batch, lowercase, routes) == []
 
 
 @given(data=st.lists(st.binary(max_size=40), min_size=1, max_size=4))

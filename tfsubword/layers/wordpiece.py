@@ -10,6 +10,10 @@ from tfsubword.layers.base import TokenizerLayer
 from tfsubword.segment.wordpiece import WordPiece
 from tfsubword.text.bert import BertNormalizer
 
+# Batches of at most this many bytes are normalized and pieced as whole texts: finding the distinct
+# coarse words of a line or two and looking those up first takes more ops than it saves.
+_WHOLE_TEXTS_AT_MOST = 1024
+
 
 @keras.saving.register_keras_serializable(package="tfsubword")
 class WordPieceLayer(TokenizerLayer):
@@ -118,8 +122,15 @@ class WordPieceLayer(TokenizerLayer):
         return [token for token in (*given, self.unknown_token, self.pad_token) if token in self._token_ids]
 
     def _tokenize_strings(self, strings):
-        coarse, line_splits = self._normalizer.coarse_split(strings)
-        ids, splits = words.encode(coarse, line_splits, self._pieces_of_coarse_words, self._segmenter.whole_words)
+        def by_distinct_words():
+            coarse, line_splits = self._normalizer.coarse_split(strings)
+            return words.encode(coarse, line_splits, self._pieces_of_coarse_words, self._segmenter.whole_words)
+
+        ids, splits = ops.rare_cond(
+            tf.reduce_sum(tf.strings.length(strings)) <= _WHOLE_TEXTS_AT_MOST,
+            lambda: self._pieces_of_coarse_words(strings),
+            by_distinct_words,
+        )
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
     def _tokenize_strings_with_offsets(self, strings):
@@ -131,7 +142,8 @@ class WordPieceLayer(TokenizerLayer):
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
     def _pieces_of_coarse_words(self, coarse):
-        """`[k]` coarse words -> their pieces (ids int32, row splits int64), one row per coarse word."""
+        """`[k]` coarse words -> their pieces (ids int32, row splits int64), one row per coarse word.
+        Whole texts are coarse words too: normalization does all the splitting."""
         normalized = self._normalizer.normalize_words(coarse)
         word_splits, char_splits = normalized.nested_row_splits
         ids, piece_splits = self._segmenter.segment(normalized.flat_values, char_splits)
