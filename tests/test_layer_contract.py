@@ -41,6 +41,7 @@ CHANGED = {
             "lowercase": False,
             "strip_accents": True,
             "split_on_cjk": False,
+            "final_sigma": False,
             "max_chars_per_word": 7,
             "unknown_token": "[SEP]",
             "suffix_indicator": "@@",
@@ -70,6 +71,7 @@ CHANGED = {
         bpe,
         {
             "byte_level": False,
+            "add_prefix_space": True,
             "unknown_token": "c",
             "special_tokens": ("a",),
             "sequence_length": 9,

@@ -9,9 +9,11 @@ import importlib
 __all__ = [
     "BPELayer",
     "BertPreprocessor",
+    "HuggingFaceTokenizer",
     "SegmentPacker",
     "UnigramLayer",
     "WordPieceLayer",
+    "from_huggingface",
     "train_bpe",
     "train_unigram",
     "train_wordpiece",
@@ -21,9 +23,11 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BPELayer": "tfsubword.layers.bpe",
     "BertPreprocessor": "tfsubword.layers.bert",
+    "HuggingFaceTokenizer": "tfsubword.layers.huggingface",
     "SegmentPacker": "tfsubword.layers.packing",
     "UnigramLayer": "tfsubword.layers.unigram",
     "WordPieceLayer": "tfsubword.layers.wordpiece",
+    "from_huggingface": "tfsubword.layers.huggingface",
     "train_bpe": "tfsubword.train",
     "train_unigram": "tfsubword.train",
     "train_wordpiece": "tfsubword.train",

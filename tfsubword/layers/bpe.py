@@ -23,7 +23,7 @@ _MERGES_ASSET = "merges.json"
 class BPELayer(TokenizerLayer):
     """Tokenize text with byte-pair encoding, exactly as Hugging Face's `ByteLevelBPETokenizer` does.
 
-    Text is split by GPT-2's pre-tokenizer (`add_prefix_space=False`), each word is written as bytes
+    Text is split by GPT-2's pre-tokenizer, each word is written as bytes
     and the merges are applied in rank order. Only core TensorFlow ops run, so a model holding this
     layer serves wherever plain TensorFlow runs.
 
@@ -36,6 +36,9 @@ class BPELayer(TokenizerLayer):
             Hugging Face.
         byte_level: bool. True (the default): words are bytes, written in GPT-2's byte alphabet
             (`Ġ` for a space). False: words are characters, and tokens are plain text.
+        add_prefix_space: bool. Put a space before every text that does not start with one (an empty
+            text stays empty), so that a text's first word is spelled as after a space, as Hugging
+            Face's `ByteLevel(add_prefix_space=True)` does (RoBERTa). Defaults to False (GPT-2).
         unknown_token: str or None. What a byte (or character) that is not in the vocabulary becomes.
             None (the default, as Hugging Face's byte-level models): it is dropped. A vocabulary with
             every byte symbol (`train_bpe(..., full_alphabet=True)`) never drops anything.
@@ -62,6 +65,7 @@ class BPELayer(TokenizerLayer):
         merges=None,
         *,
         byte_level=True,
+        add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
         sequence_length=None,
@@ -70,6 +74,7 @@ class BPELayer(TokenizerLayer):
         **kwargs,
     ):
         self.byte_level = checks.boolean("byte_level", byte_level)
+        self.add_prefix_space = checks.boolean("add_prefix_space", add_prefix_space)
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
         if (vocabulary is None) != (merges is None):
@@ -128,6 +133,9 @@ class BPELayer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
+        if self.add_prefix_space:
+            unspaced = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
+            strings = tf.where(unspaced, tf.strings.join([" ", strings]), strings)
         split = byte_level_lib.split_words(strings)
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
@@ -151,6 +159,7 @@ class BPELayer(TokenizerLayer):
             {
                 "merges": None,
                 "byte_level": self.byte_level,
+                "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
             }

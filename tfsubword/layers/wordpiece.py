@@ -33,6 +33,9 @@ class WordPieceLayer(TokenizerLayer):
         strip_accents: bool or None. Remove accents (NFD, then drop nonspacing marks). None follows
             `lowercase`, as BERT does. Defaults to None.
         split_on_cjk: bool. Make each CJK ideograph a word of its own. Defaults to True.
+        final_sigma: bool. With `lowercase`, a capital sigma that ends a word becomes `ς`, as
+            `str.lower()` does (BERT). False: every `Σ` becomes `σ`, as in Hugging Face's
+            `BertNormalizer`. Defaults to True.
         max_chars_per_word: int. Longer words become `unknown_token`. Defaults to 100, as in the
             released BERT checkpoints.
         unknown_token: str. The token for words that cannot be pieced together; it must be in the
@@ -71,6 +74,7 @@ class WordPieceLayer(TokenizerLayer):
         lowercase=True,
         strip_accents=None,
         split_on_cjk=True,
+        final_sigma=True,
         max_chars_per_word=100,
         unknown_token="[UNK]",
         suffix_indicator="##",
@@ -83,6 +87,7 @@ class WordPieceLayer(TokenizerLayer):
         self.lowercase = checks.boolean("lowercase", lowercase)
         self.strip_accents = checks.boolean("strip_accents", strip_accents, optional=True)
         self.split_on_cjk = checks.boolean("split_on_cjk", split_on_cjk)
+        self.final_sigma = checks.boolean("final_sigma", final_sigma)
         self.max_chars_per_word = checks.integer("max_chars_per_word", max_chars_per_word)
         self.unknown_token = checks.string("unknown_token", unknown_token)
         self.suffix_indicator = checks.string("suffix_indicator", suffix_indicator, empty=True)
@@ -103,7 +108,7 @@ class WordPieceLayer(TokenizerLayer):
                 )
 
     def _build(self, tokens):
-        self._normalizer = BertNormalizer(self.lowercase, self.strip_accents, self.split_on_cjk)
+        self._normalizer = BertNormalizer(self.lowercase, self.strip_accents, self.split_on_cjk, self.final_sigma)
         # Coarse words that are normalized vocabulary words need neither normalization nor matching.
         whole_words = [
             (token, index)
@@ -188,6 +193,7 @@ class WordPieceLayer(TokenizerLayer):
                 "lowercase": self.lowercase,
                 "strip_accents": self.strip_accents,
                 "split_on_cjk": self.split_on_cjk,
+                "final_sigma": self.final_sigma,
                 "max_chars_per_word": self.max_chars_per_word,
                 "unknown_token": self.unknown_token,
                 "suffix_indicator": self.suffix_indicator,

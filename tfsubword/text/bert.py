@@ -40,11 +40,15 @@ class BertNormalizer(tf.Module):
         strip_accents: bool or None. Decompose (NFD) and drop nonspacing marks. None follows `lowercase`,
             as BERT does.
         split_on_cjk: bool. Make each CJK ideograph a word of its own. Defaults to True.
+        final_sigma: bool. With `lowercase`, a capital sigma that ends a word becomes `ς`, as in
+            `str.lower()`. False: every capital sigma becomes `σ`, as Hugging Face's `BertNormalizer`
+            lowercases one character at a time. Defaults to True.
     """
 
-    def __init__(self, lowercase=True, strip_accents=None, split_on_cjk=True, name=None):
+    def __init__(self, lowercase=True, strip_accents=None, split_on_cjk=True, final_sigma=True, name=None):
         super().__init__(name=name)
         self.lowercase = bool(lowercase)
+        self.final_sigma = self.lowercase and bool(final_sigma)
         self.strip_accents = self.lowercase if strip_accents is None else bool(strip_accents)
         self.split_on_cjk = bool(split_on_cjk)
         code_points, elements = ud.normalization_table(self.lowercase, self.strip_accents, self.split_on_cjk)
@@ -55,9 +59,9 @@ class BertNormalizer(tf.Module):
             )
             self._elements = tf.constant(elements)
             self._single_elements = tf.constant(
-                _single_elements(code_points, elements, self.lowercase, self.strip_accents)
+                _single_elements(code_points, elements, self.final_sigma, self.strip_accents)
             )
-            if self.lowercase:
+            if self.final_sigma:
                 sigma_code_points, sigma_classes = ud.sigma_context_table()
                 self._sigma_classes = tf.lookup.StaticHashTable(
                     tf.lookup.KeyValueTensorInitializer(sigma_code_points, sigma_classes),
@@ -148,7 +152,7 @@ class BertNormalizer(tf.Module):
         sources = positions // width
         element_rows = tf.gather(rows, sources)
 
-        if self.lowercase:
+        if self.final_sigma:
             elements = tf.cond(
                 tf.reduce_any(code_points == ud.CAPITAL_SIGMA),
                 lambda: self._apply_final_sigma(code_points, rows, matrix[:, 0] >= 0, positions, width, elements),
@@ -226,7 +230,7 @@ _NO_ELEMENT = -1
 _SEVERAL_ELEMENTS = -2
 
 
-def _single_elements(code_points, elements, lowercase, strip_accents):
+def _single_elements(code_points, elements, final_sigma, strip_accents):
     """For each row of the normalization table, the one element that survives accent stripping, or
     `_NO_ELEMENT`, or `_SEVERAL_ELEMENTS` where the whole rules are needed: several survivors, a
     surviving mark that canonical reordering could move, or the capital sigma (its case depends on
@@ -237,7 +241,7 @@ def _single_elements(code_points, elements, lowercase, strip_accents):
         survives &= kinds != ud.DROP
     counts = survives.sum(axis=1)
     several = (counts >= 2) | (survives & (((elements >> ud.CCC_SHIFT) & 0xFF) > 0)).any(axis=1)
-    if lowercase:
+    if final_sigma:
         several |= code_points == ud.CAPITAL_SIGMA
     first = np.take_along_axis(elements, np.argmax(survives, axis=1)[:, None], axis=1)[:, 0]
     single = np.where(counts == 0, _NO_ELEMENT, first)

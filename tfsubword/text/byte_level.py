@@ -64,7 +64,8 @@ def from_byte_level(token):
         return None
 
 
-def _class(ranges, negate=False, extra=""):
+def character_class(ranges, negate=False, extra=""):
+    """An RE2 character class of the inclusive code point `ranges`."""
     parts = [f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in ranges]
     return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
 
@@ -73,12 +74,12 @@ def _class(ranges, negate=False, extra=""):
 def _patterns():
     spaces = unicode_classes.WHITE_SPACE
     letters, numbers = unicode_classes.LETTERS, unicode_classes.NUMBERS
-    space = _class(spaces)
-    other_space = _class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
+    space = character_class(spaces)
+    other_space = character_class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
     assert other_space != space and (0x20, 0x20) in spaces
-    non_space = _class(spaces, negate=True)
-    letter, number = _class(letters), _class(numbers)
-    other = _class(spaces + letters + numbers, negate=True)
+    non_space = character_class(spaces, negate=True)
+    letter, number = character_class(letters), character_class(numbers)
+    other = character_class(spaces + letters + numbers, negate=True)
     # Pass 1, the look-ahead's cuts: a run that ends with a whitespace other than a space, then a
     # non-space (the run's head, its last character, the rest); or a run of two or more ending with a
     # space, then a non-space (the run's head, the space with what follows).

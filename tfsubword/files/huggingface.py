@@ -1,0 +1,359 @@
+"""Hugging Face `tokenizer.json` files, read as untrusted input: which tfsubword parts reproduce one.
+
+`read_tokenizer_json` checks every component the file names against what tfsubword reproduces
+exactly and returns a `TokenizerFile`, the arguments of those parts. A component or setting outside
+that set raises `ValueError` naming it: an approximation would give other ids without a word. No
+TensorFlow here.
+"""
+
+import dataclasses
+import json
+import os
+
+from tfsubword.files import storage
+
+# What each component may be, for the messages.
+SUPPORTED = {
+    "model": ("WordPiece", "BPE"),
+    "normalizer": ("BertNormalizer (with WordPiece)", "none (with BPE)"),
+    "pre_tokenizer": ("BertPreTokenizer (with WordPiece)", "ByteLevel with use_regex (with BPE)"),
+    "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
+    "decoder": ("WordPiece", "ByteLevel", "none"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AddedToken:
+    """A token matched in the text before anything else: `content` becomes `id`. `lstrip`/`rstrip`: the
+    match takes the whitespace on its left/right with it."""
+
+    content: str
+    id: int
+    lstrip: bool = False
+    rstrip: bool = False
+    special: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerFile:
+    """What a `tokenizer.json` asks for, as tfsubword arguments.
+
+    `model` is "WordPiece" or "BPE"; `vocabulary` the model's tokens in id order, `merges` its merges
+    (BPE), `options` the keyword arguments of the layer (`WordPieceLayer` or `BPELayer`) that does
+    the model's work. `tokens` is the whole id space (the vocabulary, with added tokens at their ids).
+    `start_ids`/`end_ids` frame every encoding (the post-processor); `max_length` and
+    `truncation_side` truncate it, and `padding` (a dict or None) pads it.
+    """
+
+    model: str
+    vocabulary: list
+    merges: list
+    options: dict
+    tokens: list
+    added_tokens: tuple
+    start_ids: tuple
+    end_ids: tuple
+    max_length: int = None
+    truncation_side: str = "right"
+    padding: dict = None
+    decoder: dict = None
+
+
+def _unsupported(component, value):
+    kind = value.get("type") if isinstance(value, dict) else value
+    return ValueError(
+        f"tokenizer.json: {component} {json.dumps(kind)} is not supported (supported: "
+        f"{', '.join(SUPPORTED[component])}). Received: {json.dumps(value)[:300]}."
+    )
+
+
+def _field(owner, data, key, kinds, default=...):
+    """`data[key]`, checked to be of one of `kinds` (types; None allows null)."""
+    if key not in data:
+        if default is ...:
+            raise ValueError(f"tokenizer.json: {owner} lacks the field {key!r}.")
+        return default
+    value = data[key]
+    allowed = tuple(kind for kind in kinds if kind is not None)
+    if value is None and None in kinds:
+        return None
+    if isinstance(value, bool) and bool not in allowed:
+        allowed = ()
+    if not isinstance(value, allowed):
+        names = ", ".join("null" if kind is None else kind.__name__ for kind in kinds)
+        raise ValueError(f"tokenizer.json: {owner}.{key} must be {names}. Received: {json.dumps(value)[:200]}.")
+    return value
+
+
+def _setting(owner, data, key, wanted, default):
+    """Check a setting that must have the value `wanted` (the only one reproduced)."""
+    value = data.get(key, default)
+    if value != wanted:
+        raise ValueError(
+            f"tokenizer.json: {owner} with {key}={json.dumps(value)} is not supported (only {json.dumps(wanted)})."
+        )
+
+
+def parse(path_or_json):
+    """The JSON object of a `tokenizer.json` given as a path or as its text."""
+    if isinstance(path_or_json, bytes):
+        path_or_json = path_or_json.decode("utf-8", errors="replace")
+    if not isinstance(path_or_json, (str, os.PathLike)):
+        raise ValueError(
+            f"`path_or_json` must be the path of a tokenizer.json or its JSON text. Received: {path_or_json!r:.200}."
+        )
+    text = os.fspath(path_or_json)
+    if not text.lstrip().startswith("{"):
+        data = storage.read_bytes(text, "path_or_json")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"tokenizer.json {os.fspath(path_or_json)!r} is not valid UTF-8: {error}.") from None
+    try:
+        config = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"tokenizer.json is not valid JSON: {error}.") from None
+    if not isinstance(config, dict):
+        raise ValueError("tokenizer.json must hold a JSON object.")
+    return config
+
+
+def read_tokenizer_json(path_or_json):
+    """The `TokenizerFile` of a Hugging Face `tokenizer.json` (a path or its JSON text).
+
+    Raises `ValueError` naming the problem: not JSON, a field of the wrong type, ids that do not fit,
+    or a component or setting that tfsubword does not reproduce exactly.
+    """
+    config = parse(path_or_json)
+    model = _field("tokenizer.json", config, "model", (dict,))
+    kind = model.get(
+        "type", "BPE" if "merges" in model else "WordPiece" if "continuing_subword_prefix" in model else None
+    )
+    if kind == "WordPiece":
+        vocabulary, merges, options = _wordpiece(config, model)
+    elif kind == "BPE":
+        vocabulary, merges, options = _bpe(config, model)
+    else:
+        raise _unsupported("model", model)
+    added = _added_tokens(config, len(vocabulary))
+    tokens = list(vocabulary)
+    for token in sorted(added, key=lambda token: token.id):
+        if token.id < len(tokens):
+            tokens[token.id] = token.content
+        elif token.id == len(tokens):
+            tokens.append(token.content)
+        else:
+            raise ValueError(
+                f"tokenizer.json: added token {token.content!r} has id {token.id}, but ids {len(tokens)} to "
+                f"{token.id - 1} name no token."
+            )
+    start_ids, end_ids = _post_processor(config.get("post_processor"), tokens)
+    max_length, side = _truncation(config.get("truncation"), len(start_ids) + len(end_ids))
+    padding = _padding(config.get("padding"), len(tokens))
+    decoder = _field("tokenizer.json", config, "decoder", (dict, None), None)
+    return TokenizerFile(
+        kind, vocabulary, merges, options, tokens, tuple(added), start_ids, end_ids, max_length, side, padding, decoder
+    )
+
+
+def _vocabulary(model):
+    vocab = _field("model", model, "vocab", (dict,))
+    ids = sorted(vocab.values()) if all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()) else 0
+    if ids != list(range(len(vocab))) or not vocab:
+        raise ValueError("tokenizer.json: model.vocab must map its tokens to the ids 0..n-1, each once.")
+    return sorted(vocab, key=vocab.get)
+
+
+def _wordpiece(config, model):
+    vocabulary = _vocabulary(model)
+    unknown = _field("model", model, "unk_token", (str,))
+    prefix = _field("model", model, "continuing_subword_prefix", (str,), "##")
+    max_chars = _field("model", model, "max_input_chars_per_word", (int,), 100)
+    normalizer = config.get("normalizer")
+    if not isinstance(normalizer, dict) or normalizer.get("type") != "BertNormalizer":
+        raise _unsupported("normalizer", normalizer)
+    _setting("BertNormalizer", normalizer, "clean_text", True, True)
+    lowercase = _field("BertNormalizer", normalizer, "lowercase", (bool,), True)
+    strip_accents = _field("BertNormalizer", normalizer, "strip_accents", (bool, None), None)
+    split_on_cjk = _field("BertNormalizer", normalizer, "handle_chinese_chars", (bool,), True)
+    pre_tokenizer = config.get("pre_tokenizer")
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "BertPreTokenizer":
+        raise _unsupported("pre_tokenizer", pre_tokenizer)
+    options = {
+        "lowercase": lowercase,
+        "strip_accents": strip_accents,
+        "split_on_cjk": split_on_cjk,
+        "final_sigma": False,  # Hugging Face lowercases one character at a time
+        "max_chars_per_word": max_chars,
+        "unknown_token": unknown,
+        "suffix_indicator": prefix,
+    }
+    return vocabulary, None, options
+
+
+def _bpe(config, model):
+    vocabulary = _vocabulary(model)
+    merges = _field("model", model, "merges", (list,))
+    for owner, key, wanted in (
+        ("BPE", "dropout", None),
+        ("BPE", "byte_fallback", False),
+        ("BPE", "ignore_merges", False),
+        ("BPE", "fuse_unk", False),
+    ):
+        _setting(owner, model, key, wanted, wanted)
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            _setting("BPE", model, key, None, None)
+    unknown = _field("model", model, "unk_token", (str, None), None)
+    if config.get("normalizer") is not None:
+        raise _unsupported("normalizer", config["normalizer"])
+    pre_tokenizer = config.get("pre_tokenizer")
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "ByteLevel":
+        raise _unsupported("pre_tokenizer", pre_tokenizer)
+    _setting("ByteLevel", pre_tokenizer, "use_regex", True, True)
+    add_prefix_space = _field("ByteLevel", pre_tokenizer, "add_prefix_space", (bool,), True)
+    options = {"unknown_token": unknown, "add_prefix_space": add_prefix_space}
+    return vocabulary, merges, options
+
+
+def _added_tokens(config, vocabulary_size):
+    items = _field("tokenizer.json", config, "added_tokens", (list,), [])
+    added, seen = [], {}
+    for index, item in enumerate(items):
+        owner = f"added_tokens[{index}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"tokenizer.json: {owner} must be an object.")
+        content = _field(owner, item, "content", (str,))
+        token_id = _field(owner, item, "id", (int,))
+        if not content or token_id < 0:
+            raise ValueError(f"tokenizer.json: {owner} needs a non-empty content and an id >= 0.")
+        _setting(owner, item, "single_word", False, False)
+        lstrip = _field(owner, item, "lstrip", (bool,), False)
+        rstrip = _field(owner, item, "rstrip", (bool,), False)
+        normalized = _field(owner, item, "normalized", (bool,), False)
+        special = _field(owner, item, "special", (bool,), False)
+        if normalized and config.get("normalizer") is not None:
+            raise ValueError(
+                f"tokenizer.json: {owner} ({content!r}) is matched in normalized text (normalized=true): "
+                "not supported with a normalizer."
+            )
+        if (lstrip and content[0].isspace()) or (rstrip and content[-1].isspace()):
+            raise ValueError(f"tokenizer.json: {owner} ({content!r}) strips the whitespace it starts or ends with.")
+        if content in seen and seen[content] != token_id:
+            raise ValueError(f"tokenizer.json: added token {content!r} has two ids, {seen[content]} and {token_id}.")
+        seen[content] = token_id
+        added.append(AddedToken(content, token_id, lstrip, rstrip, special))
+    return added
+
+
+def _special_ids(owner, value, tokens):
+    """A `[token, id]` pair of Bert/RobertaProcessing, checked against the id space."""
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], int)
+        or isinstance(value[1], bool)
+    ):
+        raise ValueError(f"tokenizer.json: {owner} must be a [token, id] pair. Received: {json.dumps(value)[:200]}.")
+    return [_checked_id(owner, value[1], tokens)]
+
+
+def _checked_id(owner, token_id, tokens):
+    if isinstance(token_id, bool) or not isinstance(token_id, int) or not 0 <= token_id < len(tokens):
+        raise ValueError(f"tokenizer.json: {owner} names the id {token_id!r}, outside 0..{len(tokens) - 1}.")
+    return token_id
+
+
+def _post_processor(processor, tokens):
+    """(ids before, ids after) the tokens of one text."""
+    if processor is None:
+        return (), ()
+    if not isinstance(processor, dict):
+        raise _unsupported("post_processor", processor)
+    kind = processor.get("type")
+    if kind == "ByteLevel":
+        return (), ()
+    if kind in ("BertProcessing", "RobertaProcessing"):
+        start = _special_ids(f"{kind}.cls", processor.get("cls"), tokens)
+        end = _special_ids(f"{kind}.sep", processor.get("sep"), tokens)
+        return tuple(start), tuple(end)
+    if kind == "Sequence":
+        start, end = (), ()
+        for inner in _field("Sequence", processor, "processors", (list,)):
+            inner_start, inner_end = _post_processor(inner, tokens)
+            start, end = inner_start + start, end + inner_end
+        return start, end
+    if kind == "TemplateProcessing":
+        return _template(processor, tokens)
+    raise _unsupported("post_processor", processor)
+
+
+def _template(processor, tokens):
+    specials = _field("TemplateProcessing", processor, "special_tokens", (dict,), {})
+    items = _field("TemplateProcessing", processor, "single", (list,))
+    start, end, sequences = [], [], 0
+    for index, item in enumerate(items):
+        owner = f"TemplateProcessing.single[{index}]"
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ValueError(f"tokenizer.json: {owner} must be an object with one key. Received: {item!r:.200}.")
+        ((key, value),) = item.items()
+        if not isinstance(value, dict):
+            raise ValueError(f"tokenizer.json: {owner}.{key} must be an object.")
+        if key == "Sequence":
+            if value.get("id") != "A":
+                raise ValueError(f"tokenizer.json: {owner} is sequence {value.get('id')!r}: a single text is A.")
+            sequences += 1
+            continue
+        if key != "SpecialToken":
+            raise ValueError(f"tokenizer.json: {owner} is {key!r}, neither Sequence nor SpecialToken.")
+        name = value.get("id")
+        special = specials.get(name) if isinstance(name, str) else None
+        if not isinstance(special, dict):
+            raise ValueError(f"tokenizer.json: {owner} names {name!r}, not among TemplateProcessing.special_tokens.")
+        ids = _field(f"TemplateProcessing.special_tokens[{name!r}]", special, "ids", (list,))
+        (end if sequences else start).extend(_checked_id(owner, token_id, tokens) for token_id in ids)
+    if sequences != 1:
+        raise ValueError(f"tokenizer.json: TemplateProcessing.single holds sequence A {sequences} times, not once.")
+    return tuple(start), tuple(end)
+
+
+def _truncation(truncation, added):
+    if truncation is None:
+        return None, "right"
+    if not isinstance(truncation, dict):
+        raise ValueError(f"tokenizer.json: truncation must be an object or null. Received: {truncation!r:.200}.")
+    max_length = _field("truncation", truncation, "max_length", (int,))
+    strategy = _field("truncation", truncation, "strategy", (str,), "LongestFirst")
+    if strategy not in ("LongestFirst", "OnlyFirst"):
+        raise ValueError(f"tokenizer.json: truncation strategy {strategy!r} cannot truncate a single text.")
+    side = _field("truncation", truncation, "direction", (str,), "Right")
+    if side not in ("Right", "Left"):
+        raise ValueError(f"tokenizer.json: truncation direction must be Right or Left. Received: {side!r}.")
+    if max_length < added:
+        raise ValueError(f"tokenizer.json: truncation max_length {max_length} is below the {added} added tokens.")
+    return max_length, side.lower()
+
+
+def _padding(padding, size):
+    if padding is None:
+        return None
+    if not isinstance(padding, dict):
+        raise ValueError(f"tokenizer.json: padding must be an object or null. Received: {padding!r:.200}.")
+    strategy = padding.get("strategy", "BatchLongest")
+    if strategy == "BatchLongest":
+        length = None
+    elif isinstance(strategy, dict) and set(strategy) == {"Fixed"} and isinstance(strategy["Fixed"], int):
+        length = strategy["Fixed"]
+        if length < 1:
+            raise ValueError(f"tokenizer.json: padding Fixed length must be at least 1. Received: {length}.")
+    else:
+        raise ValueError(f"tokenizer.json: padding strategy {json.dumps(strategy)[:200]} is not supported.")
+    side = _field("padding", padding, "direction", (str,), "Right")
+    if side not in ("Right", "Left"):
+        raise ValueError(f"tokenizer.json: padding direction must be Right or Left. Received: {side!r}.")
+    multiple = _field("padding", padding, "pad_to_multiple_of", (int, None), None)
+    if multiple is not None and multiple < 1:
+        raise ValueError(f"tokenizer.json: padding pad_to_multiple_of must be at least 1. Received: {multiple}.")
+    pad_id = _checked_id("padding.pad_id", _field("padding", padding, "pad_id", (int,), 0), ["?"] * size)
+    return {"length": length, "multiple": multiple, "side": side.lower(), "pad_id": pad_id}

@@ -1,0 +1,298 @@
+"""`from_huggingface`: a Hugging Face `tokenizer.json` as a Keras layer built from tfsubword's parts.
+
+    text -> added tokens cut out (`text.added_tokens`) -> the pieces between them through the model's
+    layer (`WordPieceLayer`, `BPELayer`) -> start and end ids (the post-processor) -> truncation -> padding
+
+`files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
+"""
+
+import keras
+import tensorflow as tf
+
+from tfsubword import checks, tables
+from tfsubword.files import huggingface as file_lib
+from tfsubword.layers.base import TokenizerLayer
+from tfsubword.layers.bpe import BPELayer
+from tfsubword.layers.wordpiece import WordPieceLayer
+from tfsubword.text.added_tokens import AddedTokens, join_pieces
+
+_SIDES = ("right", "left")
+# Hugging Face's WordPiece decoder `cleanup`: these replacements, in this order, in each token.
+_CLEANUP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
+
+
+def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):
+    """A Keras layer that encodes text exactly as a Hugging Face `tokenizer.json` does.
+
+    Its ids equal `tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=...).ids`,
+    computed with core TensorFlow ops only, so the layer saves, exports and serves from plain
+    TensorFlow. Added tokens written in the text (`[SEP]`, `<mask>`) are found as Hugging Face finds
+    them. Truncation and padding follow the file: with fixed padding, the output is a dense
+    `[batch, length]` tensor; with padding to the longest, dense to the batch's longest; without,
+    ragged (truncated if the file truncates).
+
+    Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
+    cased or not); byte-level BPE models with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa);
+    post-processors `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and
+    `Sequence`; decoders `WordPiece` and `ByteLevel` (for `detokenize`). Anything else raises
+    `ValueError` naming the component and its setting.
+
+    Args:
+        path_or_json: the path of a `tokenizer.json` (local or any file system TensorFlow reads), or
+            its JSON text.
+        sequence_length: int or None. If set, outputs are dense `[batch, sequence_length]`: truncated
+            to this many ids (start and end ids included) and padded, in place of the file's
+            truncation and padding (padding with the file's pad id, else id 0).
+        add_special_tokens: bool. Put the post-processor's start and end ids around each text, as
+            `encode(..., add_special_tokens=True)`. Defaults to True.
+
+    Returns:
+        A `HuggingFaceTokenizer`.
+    """
+    checks.integer("sequence_length", sequence_length, optional=True)
+    checks.boolean("add_special_tokens", add_special_tokens)
+    spec = file_lib.read_tokenizer_json(path_or_json)
+    if spec.model == "WordPiece":
+        tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
+    else:
+        tokenizer = BPELayer(spec.vocabulary, spec.merges, special_tokens=[], name="model", **spec.options)
+    padding = spec.padding or {"length": None, "multiple": None, "side": "right", "pad_id": 0}
+    max_length, pad_to_longest = spec.max_length, False
+    if sequence_length is not None:
+        max_length = sequence_length
+    elif spec.padding is not None and padding["length"] is None:
+        pad_to_longest = True
+    elif spec.padding is not None:
+        sequence_length = padding["length"]
+        if padding["multiple"]:
+            sequence_length = -(-sequence_length // padding["multiple"]) * padding["multiple"]
+        if max_length is None or max_length > sequence_length:
+            raise ValueError(
+                f"tokenizer.json pads to {sequence_length} ids but truncates to {max_length}: longer encodings "
+                "would not fit one dense tensor. Pass `sequence_length` to truncate and pad to one length."
+            )
+    return HuggingFaceTokenizer(
+        spec.tokens,
+        tokenizer=tokenizer,
+        added_tokens=[vars(token) for token in spec.added_tokens],
+        start_ids=list(spec.start_ids),
+        end_ids=list(spec.end_ids),
+        add_special_tokens=add_special_tokens,
+        max_length=max_length,
+        truncation_side=spec.truncation_side,
+        sequence_length=sequence_length,
+        pad_to_longest=pad_to_longest,
+        pad_to_multiple_of=padding["multiple"] if pad_to_longest else None,
+        padding_side=padding["side"],
+        pad_token=spec.tokens[padding["pad_id"]],
+        decoder=spec.decoder,
+    )
+
+
+@keras.saving.register_keras_serializable(package="tfsubword")
+class HuggingFaceTokenizer(TokenizerLayer):
+    """The layer `from_huggingface` makes: Hugging Face's encoding, from tfsubword's parts.
+
+    Each text is cut at its added tokens; the pieces between go through `tokenizer`; then
+    `start_ids` + ids + `end_ids`, truncated to `max_length`, padded.
+
+    Args:
+        vocabulary: the whole id space, a list of tokens (the model's, with the added tokens).
+        tokenizer: the layer that tokenizes the text between added tokens (a `WordPieceLayer` or a
+            `BPELayer` with ids of `vocabulary`). It is saved with this layer.
+        added_tokens: list of dicts `{"content", "id", "lstrip", "rstrip", "special"}`: the tokens
+            found in the text first. `lstrip`/`rstrip`: the whitespace on that side goes with them.
+        start_ids, end_ids: lists of ids placed before and after each text's ids.
+        add_special_tokens: bool. Whether to place them. Defaults to True.
+        max_length: int or None. Truncate each encoding, start and end ids included, to this many ids.
+        truncation_side: "right" (keep the first ids, the default) or "left" (keep the last).
+        sequence_length: int or None. Dense outputs of this length, truncated to it too.
+        pad_to_longest: bool. Dense outputs as long as the batch's longest encoding, rounded up to
+            `pad_to_multiple_of`. Defaults to False.
+        pad_to_multiple_of: int or None.
+        padding_side: "right" (the default) or "left".
+        pad_token: str. Its id pads. Defaults to the token with id 0.
+        decoder: the file's decoder (its JSON object), for `detokenize`: `WordPiece`, `ByteLevel` or None.
+        dtype: an integer dtype, or "string". Defaults to "int32".
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        *,
+        tokenizer=None,
+        added_tokens=(),
+        start_ids=(),
+        end_ids=(),
+        add_special_tokens=True,
+        max_length=None,
+        truncation_side="right",
+        sequence_length=None,
+        pad_to_longest=False,
+        pad_to_multiple_of=None,
+        padding_side="right",
+        pad_token=None,
+        decoder=None,
+        dtype="int32",
+        **kwargs,
+    ):
+        if not isinstance(tokenizer, (WordPieceLayer, BPELayer)):
+            raise checks.invalid("tokenizer", tokenizer, "a WordPieceLayer or a BPELayer")
+        self.tokenizer = tokenizer
+        self.added_tokens = [dict(token) for token in added_tokens]
+        self._added = [file_lib.AddedToken(**token) for token in self.added_tokens]
+        self.start_ids, self.end_ids = [int(i) for i in start_ids], [int(i) for i in end_ids]
+        self.add_special_tokens = checks.boolean("add_special_tokens", add_special_tokens)
+        self.max_length = checks.integer("max_length", max_length, optional=True)
+        self.truncation_side = checks.choice("truncation_side", truncation_side, _SIDES)
+        self.pad_to_longest = checks.boolean("pad_to_longest", pad_to_longest)
+        self.pad_to_multiple_of = checks.integer("pad_to_multiple_of", pad_to_multiple_of, optional=True)
+        self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
+        self.decoder = decoder
+        if pad_token is None:
+            pad_token = vocabulary[0] if isinstance(vocabulary, list) and vocabulary else "[PAD]"
+        super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
+
+    def _validate_vocabulary(self, tokens):
+        framing = self.start_ids + self.end_ids if self.add_special_tokens else []
+        for token_id in framing + [token.id for token in self._added]:
+            if not 0 <= token_id < len(tokens):
+                raise ValueError(f"The id {token_id} is outside the vocabulary of {len(tokens)} tokens.")
+        if self.max_length is not None and self.max_length < len(framing):
+            raise ValueError(f"`max_length`={self.max_length} leaves no room for the {len(framing)} start and end ids.")
+
+    def _build(self, tokens):
+        self._splitter = AddedTokens(self._added) if self._added else None
+        specials = [token.content.encode("utf-8") for token in self._added if token.special]
+        self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
+
+    def _unknown_token_id(self):
+        return self.tokenizer.unknown_token_id
+
+    def _special_tokens(self):
+        return [token.content for token in self._added if token.special]
+
+    # Encoding.
+
+    def _tokenize_strings(self, strings):
+        if self._splitter is None:
+            ids = self.tokenizer.tokenize(strings)
+        else:
+            pieces, piece_splits, token_ids = self._splitter.split(strings)
+            ids = join_pieces(self.tokenizer.tokenize(pieces), token_ids, piece_splits)
+        framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
+        limits = [n for n in (self.max_length, self.sequence_length) if n is not None]
+        if limits:
+            ids = _truncate(ids, min(limits) - framing, self.truncation_side)
+        if self.add_special_tokens and framing:
+            rows = ids.nrows()
+            parts = [_repeated(self.start_ids, rows), ids, _repeated(self.end_ids, rows)]
+            ids = tf.concat([part for part in parts if part is not None], axis=1)
+        return ids
+
+    def _pad(self, ragged, value):
+        if self.sequence_length is None and not self.pad_to_longest:
+            return ragged
+        left = self.padding_side == "left"
+        if left:
+            ragged = tf.reverse(ragged, axis=[1])
+        width = self.sequence_length
+        if width is None:
+            width = tf.reduce_max(tf.concat([ragged.row_lengths(), [0]], axis=0))
+            if self.pad_to_multiple_of:
+                width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        dense = ragged.to_tensor(default_value=value, shape=tf.stack([tf.cast(ragged.nrows(), tf.int64), width]))
+        return tf.reverse(dense, axis=[1]) if left else dense
+
+    def compute_output_spec(self, inputs):
+        spec = super().compute_output_spec(inputs)
+        if self.pad_to_longest:
+            return keras.KerasTensor(spec.shape, dtype=spec.dtype)
+        return spec
+
+    # Decoding.
+
+    def _detokenize_tokens(self, tokens):
+        """Hugging Face's `decode(ids)`: special tokens skipped, then the file's decoder."""
+        kind = self.decoder.get("type") if isinstance(self.decoder, dict) else self.decoder
+        if kind not in ("WordPiece", "ByteLevel"):
+            raise ValueError(f"detokenize follows the file's decoder, and decoder {kind!r} is not supported.")
+        tokens = tf.ragged.boolean_mask(tokens, tokens.with_flat_values(self._skipped.lookup(tokens.flat_values) == 0))
+        if kind == "ByteLevel":
+            return self.tokenizer._detokenize_tokens(tokens)
+        return _wordpiece_decode(tokens, self.decoder.get("prefix", "##"), self.decoder.get("cleanup", True))
+
+    # Saving.
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.layers.serialize(self.tokenizer),
+                "added_tokens": self.added_tokens,
+                "start_ids": self.start_ids,
+                "end_ids": self.end_ids,
+                "add_special_tokens": self.add_special_tokens,
+                "max_length": self.max_length,
+                "truncation_side": self.truncation_side,
+                "pad_to_longest": self.pad_to_longest,
+                "pad_to_multiple_of": self.pad_to_multiple_of,
+                "padding_side": self.padding_side,
+                "decoder": self.decoder,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        if isinstance(config.get("tokenizer"), dict):
+            config = {**config, "tokenizer": keras.layers.deserialize(config["tokenizer"])}
+        return cls(**config)
+
+
+def _repeated(ids, rows):
+    """`[rows, len(ids)]` ragged rows of `ids`; None when `ids` is empty."""
+    if not ids:
+        return None
+    return tf.RaggedTensor.from_tensor(tf.tile(tf.constant([ids], tf.int32), tf.stack([tf.cast(rows, tf.int32), 1])))
+
+
+def _truncate(ids, limit, side):
+    """Each row of `ids` cut to its first (side "right") or last ("left") `limit` ids."""
+    if side == "right":
+        return ids[:, :limit]
+    return tf.reverse(tf.reverse(ids, axis=[1])[:, :limit], axis=[1])
+
+
+def _wordpiece_decode(tokens, prefix, cleanup):
+    """Hugging Face's WordPiece decoder: every token after the first loses `prefix` if it starts with it
+    and gains a leading space if not; with `cleanup`, `_CLEANUP` runs on each token; then all are joined."""
+    flat = tokens.flat_values
+    first = tf.range(tf.size(flat, out_type=tf.int64)) == tf.gather(tokens.row_starts(), tokens.value_rowids())
+    continued = tf.strings.substr(flat, 0, len(prefix.encode("utf-8"))) == prefix
+    if prefix:
+        stripped = tf.strings.regex_replace(flat, "^" + _literal(prefix), "", replace_global=False)
+    else:
+        stripped = flat
+    flat = tf.where(first, flat, tf.where(continued, stripped, tf.strings.join([" ", flat])))
+    if cleanup:
+        for old, new in _CLEANUP:
+            flat = tf.strings.regex_replace(flat, _literal(old), new.replace("\\", "\\\\"))
+    return tf.strings.reduce_join(tokens.with_flat_values(flat), axis=-1)
+
+
+def _literal(text):
+    """An RE2 pattern matching `text` literally."""
+    return "".join("\\" + char if not char.isalnum() and char != " " else char for char in text)
