@@ -103,7 +103,7 @@ def parse(path_or_json):
             f"`path_or_json` must be the path of a tokenizer.json or its JSON text. Received: {path_or_json!r:.200}."
         )
     text = os.fspath(path_or_json)
-    if not text.lstrip().startswith("{"):
+    if not text.lstrip().startswith(("{", "[")):
         data = storage.read_bytes(text, "path_or_json")
         try:
             text = data.decode("utf-8")

@@ -259,7 +259,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
     def from_config(cls, config):
         if isinstance(config.get("tokenizer"), dict):
             config = {**config, "tokenizer": keras.layers.deserialize(config["tokenizer"])}
-        return cls(**config)
+        return super().from_config(config)
 
 
 def _repeated(ids, rows):

@@ -1,0 +1,348 @@
+"""from_huggingface against Hugging Face `tokenizers` itself, on files each family's pipeline makes.
+
+The files are built here from the shared text (no network): BERT uncased is the shared
+`tokenizer.json`; BERT cased, GPT-2 and RoBERTa are trained by `tokenizers` with those families'
+components. Ids must equal `Tokenizer.encode(...).ids` exactly.
+"""
+
+import functools
+import json
+
+import pytest
+import tensorflow as tf
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests import contract
+from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
+from tfsubword import HuggingFaceTokenizer, from_huggingface
+
+FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta")
+# Texts with each family's added tokens written in them, and the edges of the matching rules.
+WITH_TOKENS = [
+    "hello[SEP]world [CLS]x [MASK]y [sep]",
+    "a<mask>b",
+    "a <mask> b",
+    "a  \u3000<mask>b",
+    "<s>x</s>",
+    "<|endoftext|>The end.<|endoftext|><|endoftext|>",
+    "[[SEP]] <<mask>> <s><s>",
+    "",
+    " ",
+    "\xa0 x",
+]
+
+
+def tokenizers_module():
+    return pytest.importorskip("tokenizers")
+
+
+def training_files():
+    paths = [SHARED_DATA / "botchan.txt", SHARED_DATA / "wikitext2-valid.txt"]
+    if not all(path.is_file() for path in paths):
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    return [str(path) for path in paths]
+
+
+@functools.cache
+def family_json(family):
+    """The `tokenizer.json` text of a family."""
+    tokenizers = tokenizers_module()
+    implementations = tokenizers.implementations
+    if family == "bert-uncased":
+        return shared_file("bert-base-uncased-tokenizer.json").read_text(encoding="utf-8")
+    if family == "bert-cased":
+        tokenizer = implementations.BertWordPieceTokenizer(lowercase=False)
+        tokenizer.train(training_files(), vocab_size=4000, show_progress=False)
+        tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+        )
+        tokenizer._tokenizer.enable_truncation(64, direction="left")
+        return tokenizer._tokenizer.to_str()
+    if family == "gpt2":
+        tokenizer = implementations.ByteLevelBPETokenizer()
+        tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
+        return tokenizer._tokenizer.to_str()
+    if family == "roberta":
+        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
+        tokenizer.train(training_files(), vocab_size=4000, special_tokens=specials, show_progress=False)
+        tokenizer.post_processor = tokenizers.processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+        tokenizer._tokenizer.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True, special=True)])
+        tokenizer._tokenizer.enable_padding(pad_id=1, pad_token="<pad>", direction="left", pad_to_multiple_of=8)
+        return tokenizer._tokenizer.to_str()
+    raise AssertionError(family)
+
+
+@functools.cache
+def reference(family):
+    return tokenizers_module().Tokenizer.from_str(family_json(family))
+
+
+@functools.cache
+def encoder(family, add_special_tokens=True):
+    layer = from_huggingface(family_json(family), add_special_tokens=add_special_tokens)
+    return layer, tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
+
+
+def check_identical(family, lines, add_special_tokens=True, batch_size=1024):
+    """Our ids equal Hugging Face's for every line (a batch at a time, as each pads a batch)."""
+    _, encode = encoder(family, add_special_tokens)
+    different = []
+    for start in range(0, len(lines), batch_size):
+        batch = lines[start : start + batch_size]
+        got = contract.as_lists(encode(tf.constant(batch)))
+        expected = reference(family).encode_batch(batch, add_special_tokens=add_special_tokens)
+        different += [(line, g, e.ids) for line, g, e in zip(batch, got, expected) if g != e.ids]
+    assert not different, f"{len(lines) - len(different)}/{len(lines)} identical; first: {different[0]}"
+
+
+def every_line():
+    return [line for path in shared_texts() + real_texts() for line in nonempty_lines(path)]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("path", shared_texts() + real_texts(), ids=lambda p: p.name)
+def test_identical_ids_on_every_line(family, path):
+    check_identical(family, nonempty_lines(path))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_identical_ids_on_a_sample_of_every_text(family):
+    lines = every_line()[::25]
+    if not lines:
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    check_identical(family, lines)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("add_special_tokens", [True, False])
+def test_added_tokens_in_the_text_match(family, add_special_tokens):
+    check_identical(family, WITH_TOKENS, add_special_tokens)
+    check_identical(family, WITH_TOKENS[:1], add_special_tokens)  # padding to the longest of one
+
+
+def test_the_rules_by_hand():
+    """Golden ids read off the vocabularies: `[SEP]` written in the text is the token; `<mask>` with
+    lstrip takes the whitespace before it; RoBERTa frames with <s> ... </s> and pads on the left."""
+    bert, _ = encoder("bert-uncased", False)
+    ids = bert.get_vocabulary().index
+    got = bert(tf.constant(["hello[SEP]"])).numpy()[0].tolist()
+    assert got[:3] == [ids("hello"), ids("[SEP]"), ids("[PAD]")]
+    roberta, _ = encoder("roberta")
+    ids = roberta.get_vocabulary().index
+    got = roberta(tf.constant(["a <mask>"])).numpy()[0].tolist()
+    assert got == [ids("<pad>")] * 4 + [ids("<s>"), ids("\u0120a"), ids("<mask>"), ids("</s>")]
+
+
+texts_with_tokens = st.lists(
+    st.one_of(st.text(max_size=12), st.sampled_from(["<mask>", "<s>", "</s>", "<|endoftext|>", " ", "\u3000"])),
+    max_size=8,
+).map("".join)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "roberta"])
+@given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
+def test_random_text_matches_byte_level_families(family, texts):
+    check_identical(family, texts)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_detokenize_follows_the_decoder(family):
+    layer, _ = encoder(family)
+    lines = every_line()[::200] + WITH_TOKENS
+    if len(lines) == len(WITH_TOKENS):
+        pytest.skip(f"reference data not available: {SHARED_DATA}")
+    encodings = reference(family).encode_batch(lines)
+    got = layer.detokenize(tf.ragged.constant([e.ids for e in encodings])).numpy()
+    expected = [reference(family).decode(e.ids) for e in encodings]
+    assert [text.decode("utf-8") for text in got] == expected
+
+
+def test_sequence_length_truncates_and_pads_as_hugging_face():
+    tokenizer = reference("bert-cased")
+    layer = from_huggingface(family_json("bert-cased"), sequence_length=12)
+    lines = every_line()[::500] + WITH_TOKENS
+    tokenizer = tokenizers_module().Tokenizer.from_str(family_json("bert-cased"))
+    tokenizer.enable_truncation(12, direction="left")
+    tokenizer.enable_padding(length=12, pad_id=0)
+    assert layer(tf.constant(lines)).numpy().tolist() == [e.ids for e in tokenizer.encode_batch(lines)]
+
+
+# Bad files.
+
+
+def edited(family, edit):
+    config = json.loads(family_json(family))
+    edit(config)
+    return json.dumps(config)
+
+
+def set_path(path, value):
+    def edit(config):
+        *parents, key = path
+        for parent in parents:
+            config = config[parent]
+        config[key] = value
+
+    return edit
+
+
+UNSUPPORTED = [
+    ("gpt2", set_path(["normalizer"], {"type": "NFKC"}), "normalizer"),
+    ("gpt2", set_path(["pre_tokenizer"], {"type": "Metaspace", "replacement": "\u2581"}), "pre_tokenizer"),
+    ("gpt2", set_path(["pre_tokenizer", "use_regex"], False), "use_regex"),
+    ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
+    ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
+    ("gpt2", set_path(["model", "ignore_merges"], True), "ignore_merges"),
+    ("gpt2", set_path(["model", "type"], "Unigram"), "model"),
+    ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
+    ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),
+    ("bert-cased", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),
+    ("bert-cased", set_path(["added_tokens", 0, "single_word"], True), "single_word"),
+    ("bert-cased", set_path(["added_tokens", 0, "normalized"], True), "normalized"),
+]
+
+
+@pytest.mark.parametrize("family, edit, named", UNSUPPORTED, ids=lambda v: v if isinstance(v, str) else "")
+def test_unsupported_components_are_refused_by_name(family, edit, named):
+    with pytest.raises(ValueError, match=named):
+        from_huggingface(edited(family, edit))
+
+
+CORRUPT = [
+    ("not json", "{not json", "not valid JSON"),
+    ("an array", "[1, 2]", "JSON object"),
+    ("deep", "{" + '"a": [' * 100000 + "]" * 100000 + "}", "not valid JSON"),
+    ("no model", "{}", "model"),
+    ("vocab ids with a gap", set_path(["model", "vocab"], {"a": 0, "b": 2}), "ids 0..n-1"),
+    ("vocab ids not ints", set_path(["model", "vocab"], {"a": "0"}), "ids 0..n-1"),
+    ("merges not a list", set_path(["model", "merges"], "a b"), "merges"),
+    ("merge not a pair", set_path(["model", "merges"], [["a"]]), "merges"),
+    ("added id far out", set_path(["added_tokens", 0, "id"], 10**9), "name no token"),
+    ("added id not int", set_path(["added_tokens", 0, "id"], "7"), "id"),
+    ("added content empty", set_path(["added_tokens", 0, "content"], ""), "non-empty"),
+    (
+        "processor id out",
+        set_path(["post_processor"], {"type": "BertProcessing", "sep": ["x", -1], "cls": ["y", 0]}),
+        "id",
+    ),
+    (
+        "template special missing",
+        set_path(
+            ["post_processor"],
+            {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "Z", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "special_tokens": {},
+            },
+        ),
+        "special_tokens",
+    ),
+    (
+        "template without A",
+        set_path(["post_processor"], {"type": "TemplateProcessing", "single": [], "special_tokens": {}}),
+        "sequence A",
+    ),
+    (
+        "truncation too short",
+        lambda config: [
+            set_path(["post_processor"], {"type": "BertProcessing", "sep": ["x", 1], "cls": ["y", 0]})(config),
+            set_path(["truncation"], {"max_length": 1, "strategy": "LongestFirst", "stride": 0})(config),
+        ],
+        "max_length",
+    ),
+    (
+        "truncation only second",
+        set_path(["truncation"], {"max_length": 9, "strategy": "OnlySecond", "stride": 0}),
+        "OnlySecond",
+    ),
+    ("padding unknown", set_path(["padding"], {"strategy": {"Dynamic": 3}}), "padding"),
+    ("pad id out", set_path(["padding"], {"strategy": "BatchLongest", "pad_id": 10**9}), "pad_id"),
+    ("fixed padding below truncation", set_path(["padding"], {"strategy": {"Fixed": 4}}), "sequence_length"),
+]
+
+
+@pytest.mark.parametrize("name, change, named", CORRUPT, ids=[case[0] for case in CORRUPT])
+def test_corrupt_files_give_value_errors(name, change, named):
+    text = change if isinstance(change, str) else edited("gpt2", change)
+    with pytest.raises(ValueError, match=named):
+        from_huggingface(text)
+
+
+@given(data=st.data())
+def test_random_damage_gives_a_layer_or_a_value_error(data):
+    """Any field of a file replaced by a random JSON value: a working layer or a ValueError, never
+    another exception."""
+    config = json.loads(family_json("roberta"))
+    config["model"]["vocab"] = dict(list(config["model"]["vocab"].items())[:300])
+    config["model"]["merges"] = [m for m in config["model"]["merges"][:200]]
+    paths = []
+
+    def walk(node, path):
+        paths.append(path)
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in list(items)[:8]:
+            walk(value, path + [key])
+
+    walk(config, [])
+    path = data.draw(st.sampled_from(paths[1:]))
+    junk = st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 10**6) | st.text(max_size=5), lambda c: st.lists(c, max_size=3)
+    )
+    set_path(path, data.draw(junk))(config)
+    try:
+        layer = from_huggingface(json.dumps(config))
+    except ValueError:
+        return
+    layer(tf.constant(["a <mask> b"]))
+
+
+def test_a_path_works_as_the_json_text(tmp_path):
+    path = tmp_path / "tokenizer.json"
+    path.write_text(family_json("gpt2"), encoding="utf-8")
+    assert from_huggingface(str(path))(["Hello there"]).to_list() == [reference("gpt2").encode("Hello there").ids]
+    with pytest.raises(ValueError, match="not a file"):
+        from_huggingface(str(tmp_path / "missing.json"))
+
+
+# The layer contract: config, calls in tf.data, .keras saving, serving from plain TensorFlow.
+
+
+def test_config_round_trips_every_argument():
+    layer = from_huggingface(family_json("roberta"))
+    tokens = layer.get_vocabulary()
+
+    def make(**arguments):
+        config = {key: value for key, value in layer.get_config().items() if key not in ("name", "dtype")}
+        config.update(vocabulary=tokens, tokenizer=layer.tokenizer, name="hf")
+        return HuggingFaceTokenizer(**{**config, **arguments})
+
+    changed = {
+        "tokenizer": layer.tokenizer,
+        "added_tokens": [{"content": "<s>", "id": 0, "lstrip": True, "rstrip": True, "special": False}],
+        "start_ids": [3],
+        "end_ids": [4, 4],
+        "add_special_tokens": False,
+        "max_length": 9,
+        "truncation_side": "left",
+        "sequence_length": 10,
+        "pad_to_longest": True,
+        "pad_to_multiple_of": 3,
+        "padding_side": "left",
+        "pad_token": "<unk>",
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": False},
+        "dtype": "string",
+        "name": "tokens",
+    }
+    contract.check_config(HuggingFaceTokenizer, make, changed)
+
+
+@pytest.mark.parametrize("family", ["bert-uncased", "roberta"])
+def test_calls_saving_and_serving_agree(family, tmp_path):
+    layer = from_huggingface(family_json(family))
+    if family == "bert-uncased":  # RoBERTa's file pads to the longest of each batch
+        contract.check_calls_agree(layer, WITH_TOKENS)
+    contract.check_keras_saving(layer, WITH_TOKENS, tmp_path)
+    contract.check_serving(layer, WITH_TOKENS, tmp_path)
