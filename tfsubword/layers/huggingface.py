@@ -10,11 +10,12 @@ import keras
 import tensorflow as tf
 
 from tfsubword import checks, tables
+from tfsubword import graph_ops as ops
 from tfsubword.files import huggingface as file_lib
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
 from tfsubword.layers.wordpiece import WordPieceLayer
-from tfsubword.text.added_tokens import AddedTokens, join_pieces
+from tfsubword.text.added_tokens import AddedTokens, tokenize_around
 
 _SIDES = ("right", "left")
 # Hugging Face's WordPiece decoder `cleanup`: these replacements, in this order, in each token.
@@ -148,8 +149,12 @@ class HuggingFaceTokenizer(TokenizerLayer):
         dtype="int32",
         **kwargs,
     ):
-        if not isinstance(tokenizer, (WordPieceLayer, BPELayer)):
-            raise checks.invalid("tokenizer", tokenizer, "a WordPieceLayer or a BPELayer")
+        if (
+            not isinstance(tokenizer, (WordPieceLayer, BPELayer))
+            or tokenizer.compute_dtype == "string"
+            or tokenizer.sequence_length is not None
+        ):
+            raise checks.invalid("tokenizer", tokenizer, "a WordPieceLayer or a BPELayer giving ragged ids")
         self.tokenizer = tokenizer
         self.added_tokens = [dict(token) for token in added_tokens]
         self._added = [file_lib.AddedToken(**token) for token in self.added_tokens]
@@ -188,18 +193,15 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _tokenize_strings(self, strings):
         if self._splitter is None:
-            ids = self.tokenizer.tokenize(strings)
+            ids = tf.cast(self.tokenizer.tokenize(strings), tf.int32)
         else:
-            pieces, piece_splits, token_ids = self._splitter.split(strings)
-            ids = join_pieces(self.tokenizer.tokenize(pieces), token_ids, piece_splits)
+            ids = tokenize_around(strings, self._splitter, self.tokenizer.tokenize)
         framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
         limits = [n for n in (self.max_length, self.sequence_length) if n is not None]
         if limits:
             ids = _truncate(ids, min(limits) - framing, self.truncation_side)
         if self.add_special_tokens and framing:
-            rows = ids.nrows()
-            parts = [_repeated(self.start_ids, rows), ids, _repeated(self.end_ids, rows)]
-            ids = tf.concat([part for part in parts if part is not None], axis=1)
+            ids = _framed(ids, self.start_ids, self.end_ids)
         return ids
 
     def _pad(self, ragged, value):
@@ -262,11 +264,16 @@ class HuggingFaceTokenizer(TokenizerLayer):
         return super().from_config(config)
 
 
-def _repeated(ids, rows):
-    """`[rows, len(ids)]` ragged rows of `ids`; None when `ids` is empty."""
-    if not ids:
-        return None
-    return tf.RaggedTensor.from_tensor(tf.tile(tf.constant([ids], tf.int32), tf.stack([tf.cast(rows, tf.int32), 1])))
+def _framed(ids, start_ids, end_ids):
+    """Each row of the ragged `ids` as `start_ids` + row + `end_ids`: rows gathered from one table
+    (the start row, the end row, then the rows of `ids`), three rows for each."""
+    start, end = len(start_ids), len(end_ids)
+    values = tf.concat([tf.constant(start_ids + end_ids, tf.int32), ids.values], axis=0)
+    splits = tf.concat([tf.constant([0, start], tf.int64), start + end + ids.row_splits], axis=0)
+    rows = tf.range(2, ids.nrows() + 2)
+    parts = [part for part, used in ((tf.zeros_like(rows), start), (rows, True), (tf.ones_like(rows), end)) if used]
+    values, row_splits = ops.gather_rows(values, splits, tf.reshape(tf.stack(parts, axis=1), [-1]))
+    return tf.RaggedTensor.from_row_splits(values, row_splits[:: len(parts)], validate=False)
 
 
 def _truncate(ids, limit, side):

@@ -40,10 +40,18 @@ class AddedTokens(tf.Module):
             [token.content.encode("utf-8") for token in tokens], [token.id for token in tokens], -1, tf.string, tf.int32
         )
 
-    def split(self, texts):
-        """`[n]` strings -> (pieces `[p]`, row splits int64 `[n + 1]`, ids int32 `[p]`): the pieces of each
-        text in order; a piece that is an added token has its id and is "", the others have id -1."""
-        text = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+    def valid_text(self, texts):
+        """`texts` with invalid UTF-8 replaced (one U+FFFD per invalid sequence): what `found_in`
+        and `split` take."""
+        return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+    def found_in(self, text):
+        """Whether any of the `[n]` valid UTF-8 strings holds an added token (a bool scalar)."""
+        return tf.reduce_any(tf.strings.regex_full_match(text, f"(?s).*(?:{self._pattern}).*"))
+
+    def split(self, text):
+        """`[n]` valid UTF-8 strings -> (pieces `[p]`, row splits int64 `[n + 1]`, ids int32 `[p]`): the
+        pieces of each text in order, an added token's piece with its id, the others with id -1."""
         marked = tf.strings.regex_replace(text, self._pattern, _MARK + _TOKEN + b"\\0" + _MARK)
         pieces = tf.strings.split(marked, sep=_MARK)
         flat = pieces.flat_values
@@ -54,16 +62,19 @@ class AddedTokens(tf.Module):
         if self._strips:  # a token's match may hold the whitespace it took
             bare = tf.strings.regex_replace(content, f"^{self._space}+|{self._space}+$", "")
             ids = tf.where(ids < 0, self._ids.lookup(bare), ids)
-        ids = tf.where(is_token, ids, -1)
-        return tf.where(is_token, "", flat), tf.cast(pieces.row_splits, tf.int64), ids
+        return flat, tf.cast(pieces.row_splits, tf.int64), tf.where(is_token, ids, -1)
 
 
-def join_pieces(piece_ids, token_ids, piece_splits):
-    """The ids of each text: the pieces' ids (ragged `[p, (ids)]`, empty for added tokens) with each
-    added token's id (`token_ids`, -1 elsewhere) in its place, grouped by `piece_splits`."""
-    is_token = token_ids >= 0
-    tokens = tf.RaggedTensor.from_row_lengths(
-        tf.gather(token_ids, ops.indices_where(is_token)), tf.cast(is_token, tf.int64), validate=False
-    )
-    joined = tf.concat([tf.cast(piece_ids, tf.int32), tokens], axis=1)
-    return tf.RaggedTensor.from_row_splits(joined, piece_splits, validate=False).merge_dims(1, 2)
+def tokenize_around(texts, splitter, tokenize):
+    """The ids of each of the `[n]` strings: added tokens (`splitter`, an `AddedTokens`) found and
+    given their ids, the text between them through `tokenize` (strings -> ragged ids), in order."""
+    text = splitter.valid_text(texts)
+
+    def with_added_tokens():
+        pieces, piece_splits, token_ids = splitter.split(text)
+        is_text = token_ids < 0
+        between = tokenize(ops.take(pieces, ops.indices_where(is_text)))
+        values, splits = ops.substitute_rows(token_ids, is_text, tf.cast(between.values, tf.int32), between.row_splits)
+        return tf.RaggedTensor.from_row_splits(values, ops.take(splits, piece_splits), validate=False)
+
+    return ops.rare_cond(splitter.found_in(text), with_added_tokens, lambda: tf.cast(tokenize(texts), tf.int32))

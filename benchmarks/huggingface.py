@@ -1,0 +1,101 @@
+"""What loading a `tokenizer.json` costs: `from_huggingface` layers against the layers they are built from.
+
+    python benchmarks/huggingface.py [--batches 1 32 1024] [--rounds 5]
+
+Families: BERT uncased (the shared `tokenizer.json`), GPT-2 and RoBERTa (byte-level BPE files that
+Hugging Face trains on the real-text mix, 30,000 tokens; RoBERTa with a prefix space and
+`<s> ... </s>`). The files' truncation and padding are removed, so the layers give ragged ids and the
+ratio shows what the loaded layer adds to the bare one: cutting out added tokens and framing.
+For each: the loaded layer, the bare layer (`WordPieceLayer` or `BPELayer` with the same options),
+and Hugging Face `tokenizers` itself (one thread, for reference), on the corpora of `realtext.py`
+at each batch size, interleaved, medians. Ratio = loaded speed / bare speed (1.0: free).
+"""
+
+import argparse
+import json
+import os
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["RAYON_NUM_THREADS"] = "1"  # Hugging Face tokenizers: one thread
+
+import realtext as rt  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tfsubword  # noqa: E402
+
+LOADED, BARE, HF = "loaded", "bare", "HF tokenizers"
+
+
+def family_files(mix, directory):
+    """family -> tokenizer.json text, without truncation and padding."""
+    import tokenizers
+
+    files = {"bert-uncased": (rt.DATA / "bert-base-uncased-tokenizer.json").read_text(encoding="utf-8")}
+    for family, prefix_space in (("gpt2", False), ("roberta", True)):
+        trainer = tokenizers.ByteLevelBPETokenizer(add_prefix_space=prefix_space)
+        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] if prefix_space else ["<|endoftext|>"]
+        trainer.train_from_iterator(mix, vocab_size=30000, min_frequency=2, special_tokens=specials)
+        if prefix_space:
+            trainer.post_processor = tokenizers.processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+        files[family] = trainer._tokenizer.to_str()
+    for family, text in files.items():
+        config = json.loads(text)
+        config["truncation"] = config["padding"] = None
+        files[family] = json.dumps(config)
+    return files
+
+
+def systems(text):
+    import tokenizers
+
+    loaded = tfsubword.from_huggingface(text)
+    bare = type(loaded.tokenizer).from_config(loaded.tokenizer.get_config())
+    with tempfile.TemporaryDirectory() as directory:
+        loaded.tokenizer.save_assets(directory)
+        bare.load_assets(directory)
+    reference = tokenizers.Tokenizer.from_str(text)
+    return {
+        LOADED: rt.in_graph(loaded),
+        BARE: rt.in_graph(bare),
+        HF: rt.in_python(reference.encode_batch),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 32, 1024])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bytes", type=int, default=100_000, help="UTF-8 bytes of each corpus")
+    parser.add_argument("--single", type=int, default=100, help="lines encoded one at a time at batch 1")
+    parser.add_argument("--batches-of-32", type=int, default=32, help="batches encoded at batch 32")
+    arguments = parser.parse_args()
+    texts = {name: rt.lines_of(path, arguments.bytes) for name, path in rt.CORPORA.items()}
+    mix = [line for name in texts if name != rt.BEST_CASE for line in texts[name]]
+    print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
+    with tempfile.TemporaryDirectory() as directory:
+        files = family_files(mix, directory)
+    for family, text in files.items():
+        found = systems(text)
+        ratios = {}  # (batch, against) -> corpus -> loaded speed / other speed
+        for corpus, lines in texts.items():
+            for batch in arguments.batches:
+                runners, _ = rt.runners(found, lines, batch, arguments)
+                seconds = rt.timed(runners, arguments.rounds)
+                for other in (BARE, HF):
+                    ratios.setdefault((batch, other), {})[corpus] = seconds[other] / seconds[LOADED]
+        keys = list(ratios)
+        print(f"\n### {family}: loaded speed / other speed ({arguments.rounds} rounds, medians)\n")
+        print("| corpus | " + " | ".join(f"b{batch} / {other}" for batch, other in keys) + " |")
+        print("|---|" + "---:|" * len(keys))
+        for corpus in texts:
+            print(f"| {corpus} | " + " | ".join(f"{ratios[key][corpus]:.2f}x" for key in keys) + " |")
+        real = [corpus for corpus in texts if corpus != rt.BEST_CASE]
+        means = [rt.geometric_mean([ratios[key][corpus] for corpus in real]) for key in keys]
+        print("| geometric mean, real text | " + " | ".join(f"**{mean:.2f}x**" for mean in means) + " |")
+        lowest = [min(ratios[key][corpus] for corpus in real) for key in keys]
+        print("| lowest, real text | " + " | ".join(f"{low:.2f}x" for low in lowest) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
