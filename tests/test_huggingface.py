@@ -17,7 +17,7 @@ from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
-FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta")
+FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added")
 # Texts with each family's added tokens written in them, and the edges of the matching rules.
 WITH_TOKENS = [
     "hello[SEP]world [CLS]x [MASK]y [sep]",
@@ -30,6 +30,8 @@ WITH_TOKENS = [
     "",
     " ",
     "\xa0 x",
+    "ab<|endoftext|>hello world, hello worlds é",
+    "dtext  x dtext<|endoftext|>",
 ]
 
 
@@ -63,6 +65,13 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
+    if family == "gpt2-added":
+        # Non-special tokens matched in normalized text: a second pass, in the pieces between the
+        # special ones ("b<|end" would win a single pass over "ab<|endoftext|>").
+        tokenizer = tokenizers.Tokenizer.from_str(family_json("gpt2"))
+        tokenizer.add_tokens([tokenizers.AddedToken(t, normalized=True) for t in ("b<|end", "hello world", " é")])
+        tokenizer.add_tokens([tokenizers.AddedToken("dtext", normalized=False, rstrip=True)])
+        return tokenizer.to_str()
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)

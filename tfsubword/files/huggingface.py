@@ -25,13 +25,16 @@ SUPPORTED = {
 @dataclasses.dataclass(frozen=True)
 class AddedToken:
     """A token matched in the text before anything else: `content` becomes `id`. `lstrip`/`rstrip`: the
-    match takes the whitespace on its left/right with it."""
+    match takes the whitespace on its left/right with it. `normalized` tokens are matched in a second
+    pass, in the pieces between the others (after normalizing them, which only a file without a
+    normalizer reproduces here)."""
 
     content: str
     id: int
     lstrip: bool = False
     rstrip: bool = False
     special: bool = True
+    normalized: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +245,7 @@ def _added_tokens(config, vocabulary_size):
         if content in seen and seen[content] != token_id:
             raise ValueError(f"tokenizer.json: added token {content!r} has two ids, {seen[content]} and {token_id}.")
         seen[content] = token_id
-        added.append(AddedToken(content, token_id, lstrip, rstrip, special))
+        added.append(AddedToken(content, token_id, lstrip, rstrip, special, normalized))
     return added
 
 

@@ -6,6 +6,8 @@
 `files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
 """
 
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -113,8 +115,9 @@ class HuggingFaceTokenizer(TokenizerLayer):
         vocabulary: the whole id space, a list of tokens (the model's, with the added tokens).
         tokenizer: the layer that tokenizes the text between added tokens (a `WordPieceLayer` or a
             `BPELayer` with ids of `vocabulary`). It is saved with this layer.
-        added_tokens: list of dicts `{"content", "id", "lstrip", "rstrip", "special"}`: the tokens
-            found in the text first. `lstrip`/`rstrip`: the whitespace on that side goes with them.
+        added_tokens: list of dicts `{"content", "id", "lstrip", "rstrip", "special", "normalized"}`:
+            the tokens found in the text first. `lstrip`/`rstrip`: the whitespace on that side goes
+            with them. `normalized` ones are found in a second pass, in the pieces between the others.
         start_ids, end_ids: lists of ids placed before and after each text's ids.
         add_special_tokens: bool. Whether to place them. Defaults to True.
         max_length: int or None. Truncate each encoding, start and end ids included, to this many ids.
@@ -179,7 +182,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
             raise ValueError(f"`max_length`={self.max_length} leaves no room for the {len(framing)} start and end ids.")
 
     def _build(self, tokens):
-        self._splitter = AddedTokens(self._added) if self._added else None
+        # Hugging Face cuts the text at the tokens matched in raw text, then the pieces between at the
+        # tokens matched in normalized text.
+        passes = [[token for token in self._added if token.normalized == second] for second in (False, True)]
+        self._splitters = [AddedTokens(tokens) for tokens in passes if tokens]
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -192,10 +198,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
-        if self._splitter is None:
-            ids = tf.cast(self.tokenizer.tokenize(strings), tf.int32)
-        else:
-            ids = tokenize_around(strings, self._splitter, self.tokenizer.tokenize)
+        tokenize = self.tokenizer.tokenize
+        for splitter in reversed(self._splitters):
+            tokenize = functools.partial(tokenize_around, splitter=splitter, tokenize=tokenize)
+        ids = tf.cast(tokenize(strings), tf.int32)
         framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
         limits = [n for n in (self.max_length, self.sequence_length) if n is not None]
         if limits:
