@@ -363,6 +363,21 @@ def test_sure_merges_by_hand():
         assert layer(text).numpy().tolist() == reference.encode(text).ids == expected
 
 
+def test_ignore_merges_by_hand():
+    """`abc` is a token, but the merges make a bc of it ((b, c) first, and no (a, bc)); with
+    ignore_merges the word is its token. A word that is no token still merges."""
+    vocabulary = ["a", "b", "c", "bc", "ab", "abc"]
+    merges = [("b", "c"), ("a", "b")]
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    tokenizers = tokenizers_module()
+    for ignore, expected in [(False, [[0, 3], [0, 3, 0]]), (True, [[5], [0, 3, 0]])]:
+        reference = tokenizers.Tokenizer(tokenizers.models.BPE(ids, merges, ignore_merges=ignore))
+        reference.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+        layer = BPELayer(vocabulary, merges, byte_level=False, ignore_merges=ignore)
+        got = [layer(text).numpy().tolist() for text in ("abc", "abca")]
+        assert got == [reference.encode(text).ids for text in ("abc", "abca")] == expected
+
+
 @st.composite
 def _grown_merges(draw):
     """A merge list grown as training grows one: each merge joins two tokens that exist already."""

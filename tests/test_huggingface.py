@@ -17,7 +17,13 @@ from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
-FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added")
+FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added", "llama3", "qwen2")
+# The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
+CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+SPLIT_REGEXES = {
+    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}" + CL100K_TAIL,
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}" + CL100K_TAIL,
+}
 # Texts with each family's added tokens written in them, and the edges of the matching rules.
 WITH_TOKENS = [
     "hello[SEP]world [CLS]x [MASK]y [sep]",
@@ -71,6 +77,28 @@ def family_json(family):
         tokenizer = tokenizers.Tokenizer.from_str(family_json("gpt2"))
         tokenizer.add_tokens([tokenizers.AddedToken(t, normalized=True) for t in ("b<|end", "hello world", " é")])
         tokenizer.add_tokens([tokenizers.AddedToken("dtext", normalized=False, rstrip=True)])
+        return tokenizer.to_str()
+    if family in SPLIT_REGEXES:
+        # Llama-3 and Qwen2: a Split of their regex, then bytes; Llama-3 looks whole words up first.
+        tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE(ignore_merges=family == "llama3"))
+        pre = tokenizers.pre_tokenizers
+        split = pre.Split(tokenizers.Regex(SPLIT_REGEXES[family]), behavior="isolated")
+        tokenizer.pre_tokenizer = pre.Sequence([split, pre.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tokenizer.decoder = tokenizers.decoders.ByteLevel()
+        specials = ["<|begin_of_text|>", "<|end_of_text|>"]
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=4000, special_tokens=specials, initial_alphabet=pre.ByteLevel.alphabet(), show_progress=False
+        )
+        tokenizer.train(training_files(), trainer)
+        if family == "llama3":
+            tokenizer.post_processor = tokenizers.processors.Sequence(
+                [
+                    tokenizers.processors.ByteLevel(trim_offsets=False),
+                    tokenizers.processors.TemplateProcessing(
+                        single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", 0)]
+                    ),
+                ]
+            )
         return tokenizer.to_str()
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -146,12 +174,15 @@ def test_the_rules_by_hand():
 
 
 texts_with_tokens = st.lists(
-    st.one_of(st.text(max_size=12), st.sampled_from(["<mask>", "<s>", "</s>", "<|endoftext|>", " ", "\u3000"])),
+    st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(["<mask>", "<s>", "</s>", "<|endoftext|>", "<|begin_of_text|>", " ", "\u3000", "\n", "'S"]),
+    ),
     max_size=8,
 ).map("".join)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "roberta"])
+@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2"])
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
 def test_random_text_matches_byte_level_families(family, texts):
     check_identical(family, texts)
@@ -204,7 +235,9 @@ UNSUPPORTED = [
     ("gpt2", set_path(["pre_tokenizer", "use_regex"], False), "use_regex"),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
     ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
-    ("gpt2", set_path(["model", "ignore_merges"], True), "ignore_merges"),
+    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+"}), "Split pattern"),
+    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "behavior"], "Removed"), "behavior"),
+    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 1, "add_prefix_space"], True), "add_prefix_space"),
     ("gpt2", set_path(["model", "type"], "Unigram"), "model"),
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),

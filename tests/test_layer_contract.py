@@ -71,6 +71,8 @@ CHANGED = {
         bpe,
         {
             "byte_level": False,
+            "pattern": "llama3",
+            "ignore_merges": True,
             "add_prefix_space": True,
             "unknown_token": "c",
             "special_tokens": ("a",),

@@ -12,11 +12,24 @@ import os
 
 from tfsubword.files import storage
 
+# The regular expressions of the `Split` pre-tokenizers reproduced (`text.byte_level`), by name.
+_CONTRACTIONS_ANY_CASE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+_CL100K_TAIL = "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+SPLIT_PATTERNS = {
+    "gpt2": "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+    "llama3": _CONTRACTIONS_ANY_CASE + "\\p{N}{1,3}" + _CL100K_TAIL,
+    "qwen2": _CONTRACTIONS_ANY_CASE + "\\p{N}" + _CL100K_TAIL,
+}
+
 # What each component may be, for the messages.
 SUPPORTED = {
     "model": ("WordPiece", "BPE"),
     "normalizer": ("BertNormalizer (with WordPiece)", "none (with BPE)"),
-    "pre_tokenizer": ("BertPreTokenizer (with WordPiece)", "ByteLevel with use_regex (with BPE)"),
+    "pre_tokenizer": (
+        "BertPreTokenizer (with WordPiece)",
+        "ByteLevel with use_regex (with BPE)",
+        "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
+    ),
     "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
     "decoder": ("WordPiece", "ByteLevel", "none"),
 }
@@ -153,7 +166,7 @@ def read_tokenizer_json(path_or_json):
     start_ids, end_ids = _post_processor(config.get("post_processor"), tokens)
     max_length, side = _truncation(config.get("truncation"), len(start_ids) + len(end_ids))
     padding = _padding(config.get("padding"), len(tokens))
-    decoder = _field("tokenizer.json", config, "decoder", (dict, None), None)
+    decoder = _decoder(_field("tokenizer.json", config, "decoder", (dict, None), None))
     return TokenizerFile(
         kind, vocabulary, merges, options, tokens, tuple(added), start_ids, end_ids, max_length, side, padding, decoder
     )
@@ -197,26 +210,53 @@ def _wordpiece(config, model):
 def _bpe(config, model):
     vocabulary = _vocabulary(model)
     merges = _field("model", model, "merges", (list,))
-    for owner, key, wanted in (
-        ("BPE", "dropout", None),
-        ("BPE", "byte_fallback", False),
-        ("BPE", "ignore_merges", False),
-        ("BPE", "fuse_unk", False),
-    ):
+    for owner, key, wanted in (("BPE", "dropout", None), ("BPE", "byte_fallback", False), ("BPE", "fuse_unk", False)):
         _setting(owner, model, key, wanted, wanted)
+    ignore_merges = _field("BPE", model, "ignore_merges", (bool,), False)
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key) not in (None, ""):
             _setting("BPE", model, key, None, None)
     unknown = _field("model", model, "unk_token", (str, None), None)
     if config.get("normalizer") is not None:
         raise _unsupported("normalizer", config["normalizer"])
-    pre_tokenizer = config.get("pre_tokenizer")
-    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "ByteLevel":
-        raise _unsupported("pre_tokenizer", pre_tokenizer)
-    _setting("ByteLevel", pre_tokenizer, "use_regex", True, True)
-    add_prefix_space = _field("ByteLevel", pre_tokenizer, "add_prefix_space", (bool,), True)
-    options = {"unknown_token": unknown, "add_prefix_space": add_prefix_space}
+    pattern, add_prefix_space = _byte_level_pre_tokenizer(config.get("pre_tokenizer"))
+    options = {
+        "unknown_token": unknown,
+        "pattern": pattern,
+        "ignore_merges": ignore_merges,
+        "add_prefix_space": add_prefix_space,
+    }
     return vocabulary, merges, options
+
+
+def _byte_level_pre_tokenizer(pre_tokenizer):
+    """(the name of the split pattern, add_prefix_space) of `ByteLevel` with its own regex (GPT-2's),
+    or of `Sequence[Split(a known regex, Isolated), ByteLevel(use_regex=false)]` (Llama-3, Qwen2)."""
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "ByteLevel":
+        _setting("ByteLevel", pre_tokenizer, "use_regex", True, True)
+        return "gpt2", _field("ByteLevel", pre_tokenizer, "add_prefix_space", (bool,), True)
+    steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) else None
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Sequence" or not isinstance(steps, list):
+        raise _unsupported("pre_tokenizer", pre_tokenizer)
+    kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
+    if kinds != ["Split", "ByteLevel"]:
+        raise ValueError(
+            f"tokenizer.json: pre_tokenizer Sequence of {kinds} is not supported (supported: Split, then "
+            "ByteLevel with use_regex false)."
+        )
+    split, byte_level = steps
+    regex = split.get("pattern", {}).get("Regex") if isinstance(split.get("pattern"), dict) else None
+    names = {text: name for name, text in SPLIT_PATTERNS.items()}
+    if regex not in names:
+        raise ValueError(
+            f"tokenizer.json: Split pattern {json.dumps(split.get('pattern'))[:300]} is not supported (supported: "
+            f"the regular expressions of {', '.join(SPLIT_PATTERNS)})."
+        )
+    _setting("Split", split, "behavior", "Isolated", "Isolated")
+    _setting("Split", split, "invert", False, False)
+    _setting("ByteLevel", byte_level, "use_regex", False, True)
+    _setting("ByteLevel", byte_level, "add_prefix_space", False, True)
+    return names[regex], False
 
 
 def _added_tokens(config, vocabulary_size):
@@ -346,8 +386,8 @@ def _padding(padding, size):
     strategy = padding.get("strategy", "BatchLongest")
     if strategy == "BatchLongest":
         length = None
-    elif isinstance(strategy, dict) and set(strategy) == {"Fixed"} and isinstance(strategy["Fixed"], int):
-        length = strategy["Fixed"]
+    elif isinstance(strategy, dict) and set(strategy) == {"Fixed"}:
+        length = _field("padding.strategy", strategy, "Fixed", (int,))
         if length < 1:
             raise ValueError(f"tokenizer.json: padding Fixed length must be at least 1. Received: {length}.")
     else:
@@ -360,3 +400,11 @@ def _padding(padding, size):
         raise ValueError(f"tokenizer.json: padding pad_to_multiple_of must be at least 1. Received: {multiple}.")
     pad_id = _checked_id("padding.pad_id", _field("padding", padding, "pad_id", (int,), 0), ["?"] * size)
     return {"length": length, "multiple": multiple, "side": side.lower(), "pad_id": pad_id}
+
+
+def _decoder(decoder):
+    """The decoder, its settings checked where `detokenize` follows it (others raise only there)."""
+    if isinstance(decoder, dict) and decoder.get("type") == "WordPiece":
+        _field("WordPiece decoder", decoder, "prefix", (str,), "##")
+        _field("WordPiece decoder", decoder, "cleanup", (bool,), True)
+    return decoder

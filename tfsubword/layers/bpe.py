@@ -36,6 +36,11 @@ class BPELayer(TokenizerLayer):
             Hugging Face.
         byte_level: bool. True (the default): words are bytes, written in GPT-2's byte alphabet
             (`Ġ` for a space). False: words are characters, and tokens are plain text.
+        pattern: str. How text is cut into words before merging: one of `text.byte_level.PATTERN_NAMES`,
+            the regular expressions of "gpt2" (the default), "llama3" (GPT-4's `cl100k_base`) or
+            "qwen2", run as Hugging Face runs them (a `Split` of the pattern, then bytes).
+        ignore_merges: bool. A word that is a token is that token, whatever the merges would make of
+            it (Hugging Face's BPE option, set in Llama-3). Defaults to False.
         add_prefix_space: bool. Put a space before every text that does not start with one (an empty
             text stays empty), so that a text's first word is spelled as after a space, as Hugging
             Face's `ByteLevel(add_prefix_space=True)` does (RoBERTa). Defaults to False (GPT-2).
@@ -65,6 +70,8 @@ class BPELayer(TokenizerLayer):
         merges=None,
         *,
         byte_level=True,
+        pattern="gpt2",
+        ignore_merges=False,
         add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
@@ -74,6 +81,8 @@ class BPELayer(TokenizerLayer):
         **kwargs,
     ):
         self.byte_level = checks.boolean("byte_level", byte_level)
+        self.pattern = checks.choice("pattern", pattern, byte_level_lib.PATTERN_NAMES)
+        self.ignore_merges = checks.boolean("ignore_merges", ignore_merges)
         self.add_prefix_space = checks.boolean("add_prefix_space", add_prefix_space)
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
@@ -112,7 +121,7 @@ class BPELayer(TokenizerLayer):
 
     def _build(self, tokens):
         unknown = self._token_ids[self.unknown_token] if self.unknown_token is not None else -1
-        self._segmenter = BytePairEncoding(tokens, self._merges, self.byte_level, unknown)
+        self._segmenter = BytePairEncoding(tokens, self._merges, self.byte_level, unknown, self.ignore_merges)
         # Detokenizing writes each token's bytes (tokens outside the byte alphabet: their text).
         decoded = [
             data if data is not None else t.encode("utf-8") for data, t in zip(self._segmenter.token_bytes, tokens)
@@ -136,7 +145,7 @@ class BPELayer(TokenizerLayer):
         if self.add_prefix_space:
             unspaced = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
             strings = tf.where(unspaced, tf.strings.join([" ", strings]), strings)
-        split = byte_level_lib.split_words(strings)
+        split = byte_level_lib.split_words(strings, self.pattern)
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
         )
@@ -159,6 +168,8 @@ class BPELayer(TokenizerLayer):
             {
                 "merges": None,
                 "byte_level": self.byte_level,
+                "pattern": self.pattern,
+                "ignore_merges": self.ignore_merges,
                 "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),

@@ -71,10 +71,11 @@ class BytePairEncoding(tf.Module):
 
     `byte_level`: words are bytes, written as GPT-2's byte alphabet; otherwise characters. A byte (or
     character) that is no token becomes `unknown_id`, or is dropped when it is -1. `whole_words` (the
-    attribute) is the table of the words that are tokens encoding to themselves.
+    attribute) is the table of the words that are tokens encoding to themselves; with `ignore_merges`,
+    of every word that is a token (Hugging Face's option: such a word is its token, merges or not).
     """
 
-    def __init__(self, tokens, merges, byte_level, unknown_id=-1, name=None):
+    def __init__(self, tokens, merges, byte_level, unknown_id=-1, ignore_merges=False, name=None):
         super().__init__(name=name)
         ids = {token: index for index, token in enumerate(tokens)}
         self._size = size = len(tokens)
@@ -101,7 +102,7 @@ class BytePairEncoding(tf.Module):
                 continue
             units = list(data) if byte_level else [ord(c) for c in tokens[index]]
             symbols = [initial.get(unit, unknown_id) for unit in units]
-            if -1 not in symbols and merge_word(symbols, ranks) == [index]:
+            if ignore_merges or (-1 not in symbols and merge_word(symbols, ranks) == [index]):
                 whole_keys.append(data)
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)

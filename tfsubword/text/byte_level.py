@@ -4,7 +4,8 @@ Byte-level BPE writes every byte as one printable character: the bytes that are 
 characters (`!`..`~`, `¡`..`¬`, `®`..`ÿ`) stand for themselves, and the other 68 bytes, in increasing
 order, take the code points from U+0100 on (so a space is `Ġ`, U+0120, and a line feed `Ċ`).
 
-Pre-tokenization is GPT-2's pattern, as Hugging Face's `ByteLevel(add_prefix_space=False)` runs it:
+Pre-tokenization is GPT-2's pattern, as Hugging Face's `ByteLevel(add_prefix_space=False)` runs it
+(or Llama-3's or Qwen2's, `PATTERN_NAMES`, rewritten the same way):
 
     's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
 
@@ -70,32 +71,56 @@ def character_class(ranges, negate=False, extra=""):
     return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
 
 
+# The pre-tokenizers, by the name of their pattern: GPT-2's; GPT-4's `cl100k_base`, which Llama-3
+# uses; and Qwen2's, which is cl100k's taking one digit at a time (the regular expressions:
+# `files.huggingface.SPLIT_PATTERNS`).
+PATTERN_NAMES = ("gpt2", "llama3", "qwen2")
+
+
 @functools.cache
-def _patterns():
+def _patterns(name):
+    """(pass 1: the look-ahead's cuts, its rewrite, pass 2: the tokens) for the pattern `name`."""
     spaces = unicode_classes.WHITE_SPACE
     letters, numbers = unicode_classes.LETTERS, unicode_classes.NUMBERS
     space = character_class(spaces)
-    other_space = character_class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
-    assert other_space != space and (0x20, 0x20) in spaces
     non_space = character_class(spaces, negate=True)
     letter, number = character_class(letters), character_class(numbers)
     other = character_class(spaces + letters + numbers, negate=True)
-    # Pass 1, the look-ahead's cuts: a run that ends with a whitespace other than a space, then a
-    # non-space (the run's head, its last character, the rest); or a run of two or more ending with a
-    # space, then a non-space (the run's head, the space with what follows).
-    cuts = f"({space}*)({other_space})({non_space})|({space}+)( {non_space})"
-    cuts_rewrite = b"\\1\\4" + _MARK + b"\\2" + _MARK + b"\\3\\5"
-    tokens = f"'s|'t|'re|'ve|'m|'ll|'d| ?{letter}+| ?{number}+| ?{other}+|{space}+"
+    if name == "gpt2":
+        other_space = character_class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
+        assert other_space != space and (0x20, 0x20) in spaces
+        # Pass 1, the look-ahead's cuts: a run that ends with a whitespace other than a space, then a
+        # non-space (the run's head, its last character, the rest); or a run of two or more ending with
+        # a space, then a non-space (the run's head, the space with what follows).
+        cuts = f"({space}*)({other_space})({non_space})|({space}+)( {non_space})"
+        cuts_rewrite = b"\\1\\4" + _MARK + b"\\2" + _MARK + b"\\3\\5"
+        tokens = f"'s|'t|'re|'ve|'m|'ll|'d| ?{letter}+| ?{number}+| ?{other}+|{space}+"
+        return cuts, cuts_rewrite, tokens
+    # cl100k-like: `\s*[\r\n]+` takes a run of whitespace up to its last line break, so the
+    # look-ahead decides only the run after that: two or more characters with no line break, then a
+    # non-space. It ends one character early, and that last character goes with what follows
+    # (`[^\r\n\p{L}\p{N}]?\p{L}+` or ` ?[^\s\p{L}\p{N}]+`) or stands alone, as the
+    # second pass decides.
+    line_breaks = ((0x0A, 0x0A), (0x0D, 0x0D))
+    inline_space = character_class([(c, c) for low, high in spaces for c in range(low, high + 1) if c not in (10, 13)])
+    cuts = f"({inline_space}+)({inline_space}{non_space})"
+    cuts_rewrite = b"\\1" + _MARK + b"\\2"
+    letter_lead = character_class(line_breaks + letters + numbers, negate=True)
+    digits = f"{number}{{1,3}}" if name == "llama3" else number
+    tokens = (
+        f"(?i:'s|'t|'re|'ve|'m|'ll|'d)|{letter_lead}?{letter}+|{digits}| ?{other}+[\\r\\n]*|{space}*[\\r\\n]+|{space}+"
+    )
     return cuts, cuts_rewrite, tokens
 
 
-def split_words(lines):
-    """`[n]` strings -> `[n, (words)]`: GPT-2's pre-tokenization, words as UTF-8 bytes.
+def split_words(lines, pattern="gpt2"):
+    """`[n]` strings -> `[n, (words)]`: the pre-tokenization of `pattern` (one of `PATTERN_NAMES`), words
+    as UTF-8 bytes.
 
     Invalid UTF-8 is replaced first (one U+FFFD per invalid sequence). Empty words may appear among
     the words (where two cuts meet); they hold no bytes and give no tokens.
     """
-    cuts, cuts_rewrite, tokens = _patterns()
+    cuts, cuts_rewrite, tokens = _patterns(pattern)
     text = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
     text = tf.strings.regex_replace(text, cuts, cuts_rewrite)
     text = tf.strings.regex_replace(text, tokens, _MARK + b"\\0")
