@@ -17,7 +17,7 @@ from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
-FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added", "llama3", "qwen2")
+FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added", "llama3", "qwen2", "llama2")
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 SPLIT_REGEXES = {
@@ -100,6 +100,29 @@ def family_json(family):
                 ]
             )
         return tokenizer.to_str()
+    if family == "llama2":
+        # SentencePiece-style BPE as Llama-2's file has it: spaces become ▁ and one is put
+        # first, the text is one word of characters, and a character outside the vocabulary is the
+        # tokens of its bytes (so the alphabet is kept small here: most scripts fall back).
+        normalizers = tokenizers.normalizers
+        tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=3000, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=150, show_progress=False
+        )
+        lines = [line for path in training_files() for line in nonempty_lines(path)]
+        tokenizer.train_from_iterator(lines, trainer)
+        tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+            single="<s> $A", special_tokens=[("<s>", 1)]
+        )
+        decoders = tokenizers.decoders
+        tokenizer.decoder = decoders.Sequence(
+            [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+        )
+        config = json.loads(tokenizer.to_str())
+        vocab = config["model"]["vocab"]
+        vocab.update({f"<0x{byte:02X}>": len(vocab) + byte for byte in range(256)})
+        return json.dumps(config)
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -186,6 +209,24 @@ texts_with_tokens = st.lists(
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
 def test_random_text_matches_byte_level_families(family, texts):
     check_identical(family, texts)
+
+
+DECODERS = {
+    "none": None,
+    "metaspace": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
+    "wordpiece-no-cleanup": {"type": "WordPiece", "prefix": "##", "cleanup": False},
+}
+
+
+@pytest.mark.parametrize("decoder", list(DECODERS))
+def test_other_decoders_match(decoder):
+    family = "bert-cased" if decoder.startswith("wordpiece") else "llama2"
+    text = edited(family, set_path(["decoder"], DECODERS[decoder]))
+    layer, reference = from_huggingface(text), tokenizers_module().Tokenizer.from_str(text)
+    lines = every_line()[::300] + WITH_TOKENS
+    encodings = [e.ids for e in reference.encode_batch(lines)]
+    got = layer.detokenize(tf.ragged.constant(encodings)).numpy()
+    assert [t.decode("utf-8") for t in got] == [reference.decode(ids) for ids in encodings]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -374,6 +415,7 @@ def test_config_round_trips_every_argument():
         "pad_to_multiple_of": 3,
         "padding_side": "left",
         "pad_token": "<unk>",
+        "normalizer": [{"type": "Prepend", "prepend": "x"}],
         "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": False},
         "dtype": "string",
         "name": "tokens",

@@ -193,6 +193,11 @@ def rare_cond(pred, true_fn, false_fn):
     return result
 
 
+def re2_literal(text):
+    """An RE2 pattern that matches `text` literally (each character as its code point)."""
+    return "".join(f"\\x{{{ord(char):X}}}" for char in text)
+
+
 def take(params, indices):
     """`tf.gather(params, indices)` (along axis 0), as a GatherNd: on CPU, GatherV2 copies each
     value with a call of its own, and GatherNd's tighter loop is faster on the large index vectors

@@ -24,14 +24,17 @@ SPLIT_PATTERNS = {
 # What each component may be, for the messages.
 SUPPORTED = {
     "model": ("WordPiece", "BPE"),
-    "normalizer": ("BertNormalizer (with WordPiece)", "none (with BPE)"),
+    "normalizer": (
+        "BertNormalizer (with WordPiece)",
+        "Prepend, Replace of a string, Sequence of them, none (with BPE)",
+    ),
     "pre_tokenizer": (
         "BertPreTokenizer (with WordPiece)",
         "ByteLevel with use_regex (with BPE)",
         "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
     ),
     "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
-    "decoder": ("WordPiece", "ByteLevel", "none"),
+    "decoder": ("WordPiece", "ByteLevel", "ByteFallback", "Fuse", "Strip", "Replace", "Metaspace", "Sequence"),
 }
 
 
@@ -57,6 +60,7 @@ class TokenizerFile:
     `model` is "WordPiece" or "BPE"; `vocabulary` the model's tokens in id order, `merges` its merges
     (BPE), `options` the keyword arguments of the layer (`WordPieceLayer` or `BPELayer`) that does
     the model's work. `tokens` is the whole id space (the vocabulary, with added tokens at their ids).
+    `normalizer` lists string steps (`Prepend`, `Replace`) run on the text before the model's layer.
     `start_ids`/`end_ids` frame every encoding (the post-processor); `max_length` and
     `truncation_side` truncate it, and `padding` (a dict or None) pads it.
     """
@@ -66,6 +70,7 @@ class TokenizerFile:
     merges: list
     options: dict
     tokens: list
+    normalizer: list
     added_tokens: tuple
     start_ids: tuple
     end_ids: tuple
@@ -145,10 +150,12 @@ def read_tokenizer_json(path_or_json):
     kind = model.get(
         "type", "BPE" if "merges" in model else "WordPiece" if "continuing_subword_prefix" in model else None
     )
+    normalizer = []
     if kind == "WordPiece":
         vocabulary, merges, options = _wordpiece(config, model)
     elif kind == "BPE":
         vocabulary, merges, options = _bpe(config, model)
+        normalizer = string_normalizers(config.get("normalizer"))
     else:
         raise _unsupported("model", model)
     added = _added_tokens(config, len(vocabulary))
@@ -166,9 +173,21 @@ def read_tokenizer_json(path_or_json):
     start_ids, end_ids = _post_processor(config.get("post_processor"), tokens)
     max_length, side = _truncation(config.get("truncation"), len(start_ids) + len(end_ids))
     padding = _padding(config.get("padding"), len(tokens))
-    decoder = _decoder(_field("tokenizer.json", config, "decoder", (dict, None), None))
+    decoder = _field("tokenizer.json", config, "decoder", (dict, None), None)
     return TokenizerFile(
-        kind, vocabulary, merges, options, tokens, tuple(added), start_ids, end_ids, max_length, side, padding, decoder
+        kind,
+        vocabulary,
+        merges,
+        options,
+        tokens,
+        normalizer,
+        tuple(added),
+        start_ids,
+        end_ids,
+        max_length,
+        side,
+        padding,
+        decoder,
     )
 
 
@@ -210,23 +229,55 @@ def _wordpiece(config, model):
 def _bpe(config, model):
     vocabulary = _vocabulary(model)
     merges = _field("model", model, "merges", (list,))
-    for owner, key, wanted in (("BPE", "dropout", None), ("BPE", "byte_fallback", False), ("BPE", "fuse_unk", False)):
-        _setting(owner, model, key, wanted, wanted)
+    _setting("BPE", model, "dropout", None, None)
     ignore_merges = _field("BPE", model, "ignore_merges", (bool,), False)
+    byte_fallback = _field("BPE", model, "byte_fallback", (bool,), False)
+    # Unknown characters fused into one unknown token: with byte fallback there are none (the byte
+    # tokens must all be there), without it the layer has no such rule.
+    if _field("BPE", model, "fuse_unk", (bool,), False) and not byte_fallback:
+        _setting("BPE", model, "fuse_unk", False, False)
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(key) not in (None, ""):
             _setting("BPE", model, key, None, None)
     unknown = _field("model", model, "unk_token", (str, None), None)
-    if config.get("normalizer") is not None:
-        raise _unsupported("normalizer", config["normalizer"])
-    pattern, add_prefix_space = _byte_level_pre_tokenizer(config.get("pre_tokenizer"))
+    if config.get("pre_tokenizer") is None:  # SentencePiece-style: the text is one word of characters
+        pattern, add_prefix_space, byte_level = None, False, False
+    else:
+        (pattern, add_prefix_space), byte_level = _byte_level_pre_tokenizer(config["pre_tokenizer"]), True
+    if byte_fallback and byte_level:
+        raise ValueError("tokenizer.json: BPE byte_fallback with a ByteLevel pre-tokenizer is not supported.")
     options = {
+        "byte_level": byte_level,
         "unknown_token": unknown,
         "pattern": pattern,
         "ignore_merges": ignore_merges,
+        "byte_fallback": byte_fallback,
         "add_prefix_space": add_prefix_space,
     }
     return vocabulary, merges, options
+
+
+def string_normalizers(normalizer):
+    """The steps of a normalizer made only of `Prepend` and string `Replace` (in a `Sequence` or
+    alone), as a list of their JSON objects; `[]` for none. Others raise `ValueError`."""
+    if normalizer is None:
+        return []
+    if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
+        steps = _field("Sequence normalizer", normalizer, "normalizers", (list,))
+        return [step for inner in steps for step in string_normalizers(inner)]
+    kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+    if kind == "Prepend":
+        return [{"type": "Prepend", "prepend": _field("Prepend", normalizer, "prepend", (str,))}]
+    if kind == "Replace":
+        pattern = _field("Replace", normalizer, "pattern", (dict,))
+        if set(pattern) != {"String"} or not isinstance(pattern["String"], str) or not pattern["String"]:
+            raise ValueError(
+                f"tokenizer.json: Replace normalizer pattern {json.dumps(pattern)[:200]} is not supported "
+                "(supported: a non-empty String)."
+            )
+        content = _field("Replace", normalizer, "content", (str,))
+        return [{"type": "Replace", "pattern": {"String": pattern["String"]}, "content": content}]
+    raise _unsupported("normalizer", normalizer)
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):
@@ -275,10 +326,11 @@ def _added_tokens(config, vocabulary_size):
         rstrip = _field(owner, item, "rstrip", (bool,), False)
         normalized = _field(owner, item, "normalized", (bool,), False)
         special = _field(owner, item, "special", (bool,), False)
-        if normalized and config.get("normalizer") is not None:
+        normalizer = config.get("normalizer")
+        if normalized and isinstance(normalizer, dict) and normalizer.get("type") == "BertNormalizer":
             raise ValueError(
                 f"tokenizer.json: {owner} ({content!r}) is matched in normalized text (normalized=true): "
-                "not supported with a normalizer."
+                "not supported with BertNormalizer."
             )
         if (lstrip and content[0].isspace()) or (rstrip and content[-1].isspace()):
             raise ValueError(f"tokenizer.json: {owner} ({content!r}) strips the whitespace it starts or ends with.")
@@ -402,9 +454,44 @@ def _padding(padding, size):
     return {"length": length, "multiple": multiple, "side": side.lower(), "pad_id": pad_id}
 
 
-def _decoder(decoder):
-    """The decoder, its settings checked where `detokenize` follows it (others raise only there)."""
-    if isinstance(decoder, dict) and decoder.get("type") == "WordPiece":
-        _field("WordPiece decoder", decoder, "prefix", (str,), "##")
-        _field("WordPiece decoder", decoder, "cleanup", (bool,), True)
-    return decoder
+def decoder_steps(decoder):
+    """The steps of a decoder (its JSON object; a `Sequence` is flattened), each a dict with its
+    settings checked; `[]` for none (Hugging Face then joins the tokens with spaces). Raises
+    `ValueError` naming a decoder or setting `detokenize` cannot follow."""
+    if decoder is None:
+        return []
+    if not isinstance(decoder, dict):
+        raise ValueError(f"tokenizer.json: decoder {json.dumps(decoder)[:200]} is not supported.")
+    kind = decoder.get("type")
+    if kind == "Sequence":
+        return [
+            step for inner in _field("Sequence decoder", decoder, "decoders", (list,)) for step in decoder_steps(inner)
+        ]
+    if kind == "WordPiece":
+        prefix = _field("WordPiece decoder", decoder, "prefix", (str,), "##")
+        return [
+            {"type": kind, "prefix": prefix, "cleanup": _field("WordPiece decoder", decoder, "cleanup", (bool,), True)}
+        ]
+    if kind in ("ByteLevel", "ByteFallback", "Fuse"):
+        return [{"type": kind}]
+    if kind == "Replace":
+        (step,) = string_normalizers(decoder)  # the same object as the Replace normalizer
+        return [step]
+    if kind == "Strip":
+        content = _field("Strip decoder", decoder, "content", (str,))
+        start, stop = (_field("Strip decoder", decoder, key, (int,), 0) for key in ("start", "stop"))
+        if len(content) != 1 or not 0 <= start <= 1000 or not 0 <= stop <= 1000:
+            raise ValueError("tokenizer.json: Strip decoder needs one character and start, stop in 0..1000.")
+        return [{"type": kind, "content": content, "start": start, "stop": stop}]
+    if kind == "Metaspace":
+        replacement = _field("Metaspace decoder", decoder, "replacement", (str,), "\u2581")
+        scheme = _field("Metaspace decoder", decoder, "prepend_scheme", (str,), None)
+        if scheme is None:
+            scheme = "always" if _field("Metaspace decoder", decoder, "add_prefix_space", (bool,), True) else "never"
+        if len(replacement) != 1 or scheme not in ("always", "first", "never"):
+            raise ValueError(f"tokenizer.json: Metaspace decoder {json.dumps(decoder)[:200]} is not supported.")
+        return [{"type": kind, "replacement": replacement, "prepend_scheme": scheme}]
+    raise ValueError(
+        f"tokenizer.json: decoder {kind!r} is not supported (supported: WordPiece, ByteLevel, ByteFallback, "
+        "Fuse, Strip, Replace, Metaspace, Sequence)."
+    )

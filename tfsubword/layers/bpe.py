@@ -36,11 +36,15 @@ class BPELayer(TokenizerLayer):
             Hugging Face.
         byte_level: bool. True (the default): words are bytes, written in GPT-2's byte alphabet
             (`Ġ` for a space). False: words are characters, and tokens are plain text.
-        pattern: str. How text is cut into words before merging: one of `text.byte_level.PATTERN_NAMES`,
-            the regular expressions of "gpt2" (the default), "llama3" (GPT-4's `cl100k_base`) or
-            "qwen2", run as Hugging Face runs them (a `Split` of the pattern, then bytes).
+        pattern: str or None. How text is cut into words before merging: one of
+            `text.byte_level.PATTERN_NAMES`, the regular expressions of "gpt2" (the default),
+            "llama3" (GPT-4's `cl100k_base`) or "qwen2", run as Hugging Face runs them; or None: each
+            text is one word (SentencePiece-style BPE, as Llama-2's, where spaces are `▁` symbols).
         ignore_merges: bool. A word that is a token is that token, whatever the merges would make of
             it (Hugging Face's BPE option, set in Llama-3). Defaults to False.
+        byte_fallback: bool. With `byte_level=False`, a character that is no token becomes the tokens
+            of its UTF-8 bytes, `<0x00>` to `<0xFF>` (all must be in the vocabulary), as Llama-2's
+            and Mistral's vocabularies do. Defaults to False.
         add_prefix_space: bool. Put a space before every text that does not start with one (an empty
             text stays empty), so that a text's first word is spelled as after a space, as Hugging
             Face's `ByteLevel(add_prefix_space=True)` does (RoBERTa). Defaults to False (GPT-2).
@@ -72,6 +76,7 @@ class BPELayer(TokenizerLayer):
         byte_level=True,
         pattern="gpt2",
         ignore_merges=False,
+        byte_fallback=False,
         add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
@@ -81,8 +86,11 @@ class BPELayer(TokenizerLayer):
         **kwargs,
     ):
         self.byte_level = checks.boolean("byte_level", byte_level)
-        self.pattern = checks.choice("pattern", pattern, byte_level_lib.PATTERN_NAMES)
+        self.pattern = None if pattern is None else checks.choice("pattern", pattern, byte_level_lib.PATTERN_NAMES)
         self.ignore_merges = checks.boolean("ignore_merges", ignore_merges)
+        self.byte_fallback = checks.boolean("byte_fallback", byte_fallback)
+        if self.byte_fallback and self.byte_level:
+            raise ValueError("`byte_fallback` is for character-level BPE: set `byte_level=False` with it.")
         self.add_prefix_space = checks.boolean("add_prefix_space", add_prefix_space)
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
@@ -121,7 +129,9 @@ class BPELayer(TokenizerLayer):
 
     def _build(self, tokens):
         unknown = self._token_ids[self.unknown_token] if self.unknown_token is not None else -1
-        self._segmenter = BytePairEncoding(tokens, self._merges, self.byte_level, unknown, self.ignore_merges)
+        self._segmenter = BytePairEncoding(
+            tokens, self._merges, self.byte_level, unknown, self.ignore_merges, self.byte_fallback
+        )
         # Detokenizing writes each token's bytes (tokens outside the byte alphabet: their text).
         decoded = [
             data if data is not None else t.encode("utf-8") for data, t in zip(self._segmenter.token_bytes, tokens)
@@ -145,7 +155,10 @@ class BPELayer(TokenizerLayer):
         if self.add_prefix_space:
             unspaced = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
             strings = tf.where(unspaced, tf.strings.join([" ", strings]), strings)
-        split = byte_level_lib.split_words(strings, self.pattern)
+        if self.pattern is None:
+            split = tf.RaggedTensor.from_uniform_row_length(strings, 1)
+        else:
+            split = byte_level_lib.split_words(strings, self.pattern)
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
         )
@@ -170,6 +183,7 @@ class BPELayer(TokenizerLayer):
                 "byte_level": self.byte_level,
                 "pattern": self.pattern,
                 "ignore_merges": self.ignore_merges,
+                "byte_fallback": self.byte_fallback,
                 "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),

@@ -14,26 +14,13 @@ import tensorflow as tf
 from tfsubword import checks, tables
 from tfsubword import graph_ops as ops
 from tfsubword.files import huggingface as file_lib
+from tfsubword.layers import decoders
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
 from tfsubword.layers.wordpiece import WordPieceLayer
 from tfsubword.text.added_tokens import AddedTokens, tokenize_around
 
 _SIDES = ("right", "left")
-# Hugging Face's WordPiece decoder `cleanup`: these replacements, in this order, in each token.
-_CLEANUP = (
-    (" .", "."),
-    (" ?", "?"),
-    (" !", "!"),
-    (" ,", ","),
-    (" ' ", "'"),
-    (" n't", "n't"),
-    (" 'm", "'m"),
-    (" do not", " don't"),
-    (" 's", "'s"),
-    (" 've", "'ve"),
-    (" 're", "'re"),
-)
 
 
 def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):
@@ -100,6 +87,7 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
         pad_to_multiple_of=padding["multiple"] if pad_to_longest else None,
         padding_side=padding["side"],
         pad_token=spec.tokens[padding["pad_id"]],
+        normalizer=spec.normalizer,
         decoder=spec.decoder,
     )
 
@@ -128,7 +116,9 @@ class HuggingFaceTokenizer(TokenizerLayer):
         pad_to_multiple_of: int or None.
         padding_side: "right" (the default) or "left".
         pad_token: str. Its id pads. Defaults to the token with id 0.
-        decoder: the file's decoder (its JSON object), for `detokenize`: `WordPiece`, `ByteLevel` or None.
+        normalizer: list of the file's string normalizers (`Prepend`, `Replace` of a string; their JSON
+            objects), run in order on the text between added tokens before `tokenizer`.
+        decoder: the file's decoder (its JSON object), which `detokenize` follows (see `layers.decoders`).
         dtype: an integer dtype, or "string". Defaults to "int32".
     """
 
@@ -148,6 +138,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         pad_to_multiple_of=None,
         padding_side="right",
         pad_token=None,
+        normalizer=(),
         decoder=None,
         dtype="int32",
         **kwargs,
@@ -168,6 +159,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self.pad_to_longest = checks.boolean("pad_to_longest", pad_to_longest)
         self.pad_to_multiple_of = checks.integer("pad_to_multiple_of", pad_to_multiple_of, optional=True)
         self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
+        self.normalizer = file_lib.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
         self.decoder = decoder
         if pad_token is None:
             pad_token = vocabulary[0] if isinstance(vocabulary, list) and vocabulary else "[PAD]"
@@ -185,7 +177,11 @@ class HuggingFaceTokenizer(TokenizerLayer):
         # Hugging Face cuts the text at the tokens matched in raw text, then the pieces between at the
         # tokens matched in normalized text.
         passes = [[token for token in self._added if token.normalized == second] for second in (False, True)]
-        self._splitters = [AddedTokens(tokens) for tokens in passes if tokens]
+        self._splitters = [AddedTokens(tokens) if tokens else None for tokens in passes]
+        try:
+            self._decoder, self._decoder_problem = decoders.Decoder(file_lib.decoder_steps(self.decoder)), None
+        except ValueError as error:
+            self._decoder, self._decoder_problem = None, str(error)
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -198,10 +194,15 @@ class HuggingFaceTokenizer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
+        # Hugging Face: cut at the raw-text tokens; normalize each piece; cut at the normalized-text
+        # tokens; the model's layer takes what is left.
+        raw, normalized = self._splitters
         tokenize = self.tokenizer.tokenize
-        for splitter in reversed(self._splitters):
-            tokenize = functools.partial(tokenize_around, splitter=splitter, tokenize=tokenize)
-        ids = tf.cast(tokenize(strings), tf.int32)
+        if normalized is not None:
+            tokenize = functools.partial(tokenize_around, splitter=normalized, tokenize=tokenize)
+        if self.normalizer:
+            tokenize = functools.partial(lambda texts, then: then(self._normalize(texts)), then=tokenize)
+        ids = tf.cast(tokenize(strings) if raw is None else tokenize_around(strings, raw, tokenize), tf.int32)
         framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
         limits = [n for n in (self.max_length, self.sequence_length) if n is not None]
         if limits:
@@ -209,6 +210,16 @@ class HuggingFaceTokenizer(TokenizerLayer):
         if self.add_special_tokens and framing:
             ids = _framed(ids, self.start_ids, self.end_ids)
         return ids
+
+    def _normalize(self, texts):
+        """The string steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
+        for step in self.normalizer:
+            if step["type"] == "Prepend":
+                texts = tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
+            else:
+                old = ops.re2_literal(step["pattern"]["String"])
+                texts = tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
+        return texts
 
     def _pad(self, ragged, value):
         if self.sequence_length is None and not self.pad_to_longest:
@@ -234,13 +245,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _detokenize_tokens(self, tokens):
         """Hugging Face's `decode(ids)`: special tokens skipped, then the file's decoder."""
-        kind = self.decoder.get("type") if isinstance(self.decoder, dict) else self.decoder
-        if kind not in ("WordPiece", "ByteLevel"):
-            raise ValueError(f"detokenize follows the file's decoder, and decoder {kind!r} is not supported.")
+        if self._decoder is None:
+            raise ValueError(f"detokenize follows the file's decoder: {self._decoder_problem}")
         tokens = tf.ragged.boolean_mask(tokens, tokens.with_flat_values(self._skipped.lookup(tokens.flat_values) == 0))
-        if kind == "ByteLevel":
-            return self.tokenizer._detokenize_tokens(tokens)
-        return _wordpiece_decode(tokens, self.decoder.get("prefix", "##"), self.decoder.get("cleanup", True))
+        return self._decoder(tokens)
 
     # Saving.
 
@@ -258,6 +266,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
                 "pad_to_longest": self.pad_to_longest,
                 "pad_to_multiple_of": self.pad_to_multiple_of,
                 "padding_side": self.padding_side,
+                "normalizer": self.normalizer,
                 "decoder": self.decoder,
             }
         )
@@ -287,25 +296,3 @@ def _truncate(ids, limit, side):
     if side == "right":
         return ids[:, :limit]
     return tf.reverse(tf.reverse(ids, axis=[1])[:, :limit], axis=[1])
-
-
-def _wordpiece_decode(tokens, prefix, cleanup):
-    """Hugging Face's WordPiece decoder: every token after the first loses `prefix` if it starts with it
-    and gains a leading space if not; with `cleanup`, `_CLEANUP` runs on each token; then all are joined."""
-    flat = tokens.flat_values
-    first = tf.range(tf.size(flat, out_type=tf.int64)) == tf.gather(tokens.row_starts(), tokens.value_rowids())
-    continued = tf.strings.substr(flat, 0, len(prefix.encode("utf-8"))) == prefix
-    if prefix:
-        stripped = tf.strings.regex_replace(flat, "^" + _literal(prefix), "", replace_global=False)
-    else:
-        stripped = flat
-    flat = tf.where(first, flat, tf.where(continued, stripped, tf.strings.join([" ", flat])))
-    if cleanup:
-        for old, new in _CLEANUP:
-            flat = tf.strings.regex_replace(flat, _literal(old), new.replace("\\", "\\\\"))
-    return tf.strings.reduce_join(tokens.with_flat_values(flat), axis=-1)
-
-
-def _literal(text):
-    """An RE2 pattern matching `text` literally."""
-    return "".join("\\" + char if not char.isalnum() and char != " " else char for char in text)

@@ -73,9 +73,11 @@ class BytePairEncoding(tf.Module):
     character) that is no token becomes `unknown_id`, or is dropped when it is -1. `whole_words` (the
     attribute) is the table of the words that are tokens encoding to themselves; with `ignore_merges`,
     of every word that is a token (Hugging Face's option: such a word is its token, merges or not).
+    `byte_fallback` (characters only): a character that is no token becomes the tokens of its UTF-8
+    bytes, `<0x00>` to `<0xFF>`, which must all be tokens.
     """
 
-    def __init__(self, tokens, merges, byte_level, unknown_id=-1, ignore_merges=False, name=None):
+    def __init__(self, tokens, merges, byte_level, unknown_id=-1, ignore_merges=False, byte_fallback=False, name=None):
         super().__init__(name=name)
         ids = {token: index for index, token in enumerate(tokens)}
         self._size = size = len(tokens)
@@ -112,6 +114,12 @@ class BytePairEncoding(tf.Module):
             [(rank << 32) + ((pair in sure) << 31) + merged for pair, (rank, merged) in ranks.items()], np.int64
         )
         self._merge_table = tables.hash_table(keys, values, -1, tf.int64, tf.int64)
+        self._byte_fallback = byte_fallback and not byte_level
+        if self._byte_fallback:
+            missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
+            if missing:
+                raise ValueError(f"Byte fallback needs the 256 byte tokens; the vocabulary lacks {missing[:3]}.")
+            self._byte_ids = tables.constant([ids[f"<0x{b:02X}>"] for b in range(256)], tf.int64)
         if byte_level:
             self._byte_ids = tables.constant([initial.get(b, unknown_id) for b in range(256)], tf.int64)
         else:
@@ -126,10 +134,13 @@ class BytePairEncoding(tf.Module):
         else:
             units, splits = ops.decode_utf8(words)
             symbols = self._initial.lookup(tf.cast(units, tf.int64))
-            if self._unknown_id >= 0:
+            if self._unknown_id >= 0 and not self._byte_fallback:
                 symbols = tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
+        rows = ops.row_ids(splits)
+        if self._byte_fallback:
+            symbols, rows = self._bytes_of_unknown_characters(units, symbols, rows)
         known = ops.indices_where(symbols >= 0)
-        symbols, rows = ops.take(symbols, known), ops.take(ops.row_ids(splits), known)
+        symbols, rows = ops.take(symbols, known), ops.take(rows, known)
         number_of_words = tf.size(words, out_type=tf.int64)
         # Eagerly, an empty array cannot concat: each starts with an empty part.
         finished = [
@@ -152,6 +163,15 @@ class BytePairEncoding(tf.Module):
         splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
         word_of, place = ops.row_ids_and_places(splits)
         return tf.cast(ops.take(symbols, ops.take(first, word_of) + place), tf.int32), splits
+
+    def _bytes_of_unknown_characters(self, code_points, symbols, rows):
+        """Each character that is no token (symbol -1) replaced by the tokens of its UTF-8 bytes."""
+        unknown = symbols < 0
+        missing = ops.take(code_points, ops.indices_where(unknown))
+        one_each = tf.RaggedTensor.from_row_lengths(missing, tf.ones_like(missing, tf.int64), validate=False)
+        units, splits = ops.decode_bytes(tf.strings.unicode_encode(one_each, "UTF-8"))
+        symbols, char_splits = ops.substitute_rows(symbols, unknown, ops.take(self._byte_ids, units), splits)
+        return symbols, ops.take(rows, ops.row_ids(char_splits))
 
     def _merge_step(self, symbols, rows, finished, step, number_of_words):
         """In each word, the leftmost pair of lowest rank and the sure pairs merge; the words that have

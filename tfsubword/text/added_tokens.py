@@ -9,8 +9,6 @@ between two 0xFF bytes behind a 0xFE byte. Neither byte occurs in UTF-8, so afte
 replaced, one split at 0xFF gives the pieces and a leading 0xFE tells the tokens.
 """
 
-import re
-
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
@@ -22,7 +20,7 @@ _TOKEN = b"\xfe"
 
 
 def _alternative(token):
-    escaped = re.escape(token.content)
+    escaped = ops.re2_literal(token.content)
     space = byte_level.character_class(unicode_classes.WHITE_SPACE)
     return (f"{space}*" if token.lstrip else "") + escaped + (f"{space}*" if token.rstrip else "")
 
