@@ -2,13 +2,15 @@
 
     python benchmarks/huggingface.py [--batches 1 32 1024] [--rounds 5]
 
-Families: BERT uncased (the shared `tokenizer.json`), GPT-2 and RoBERTa (byte-level BPE files that
-Hugging Face trains on the real-text mix, 30,000 tokens; RoBERTa with a prefix space and
-`<s> ... </s>`). The files' truncation and padding are removed, so the layers give ragged ids and the
-ratio shows what the loaded layer adds to the bare one: cutting out added tokens and framing.
-For each: the loaded layer, the bare layer (`WordPieceLayer` or `BPELayer` with the same options),
-and Hugging Face `tokenizers` itself (one thread, for reference), on the corpora of `realtext.py`
-at each batch size, interleaved, medians. Ratio = loaded speed / bare speed (1.0: free).
+Families: BERT uncased (the shared `tokenizer.json`); GPT-2, RoBERTa (a prefix space and
+`<s> ... </s>`), Llama-3 (its split regex, ignore_merges) and Llama-2 (character-level BPE with byte
+fallback after `Prepend`/`Replace`): files Hugging Face trains on the real-text mix, 30,000 tokens.
+The files' truncation and padding are removed, so the layers give ragged ids and the ratio shows
+what the loaded layer adds to the bare one: finding added tokens, normalizing, framing. For each:
+the loaded layer, the bare layer (`WordPieceLayer` or `BPELayer` with the same options, given the
+text already normalized for Llama-2), and Hugging Face `tokenizers` itself (one thread, for
+reference), on the corpora of `realtext.py` at each batch size, interleaved, medians.
+Ratio = loaded speed / other speed (1.0 against bare: loading costs nothing).
 """
 
 import argparse
@@ -27,7 +29,13 @@ import tfsubword  # noqa: E402
 LOADED, BARE, HF = "loaded", "bare", "HF tokenizers"
 
 
-def family_files(mix, directory):
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def family_files(mix):
     """family -> tokenizer.json text, without truncation and padding."""
     import tokenizers
 
@@ -39,6 +47,32 @@ def family_files(mix, directory):
         if prefix_space:
             trainer.post_processor = tokenizers.processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
         files[family] = trainer._tokenizer.to_str()
+    pre, processors = tokenizers.pre_tokenizers, tokenizers.processors
+    llama3 = tokenizers.Tokenizer(tokenizers.models.BPE(ignore_merges=True))
+    split = pre.Split(tokenizers.Regex(LLAMA3_SPLIT), behavior="isolated")
+    llama3.pre_tokenizer = pre.Sequence([split, pre.ByteLevel(add_prefix_space=False, use_regex=False)])
+    specials = ["<|begin_of_text|>", "<|end_of_text|>"]
+    llama3.train_from_iterator(
+        mix,
+        tokenizers.trainers.BpeTrainer(
+            vocab_size=30000, special_tokens=specials, initial_alphabet=pre.ByteLevel.alphabet()
+        ),
+    )
+    llama3.post_processor = processors.TemplateProcessing(
+        single="<|begin_of_text|> $A", special_tokens=[(specials[0], 0)]
+    )
+    files["llama3"] = llama3.to_str()
+    normalizers = tokenizers.normalizers
+    llama2 = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    llama2.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=30000, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=1000
+    )
+    llama2.train_from_iterator(mix, trainer)
+    llama2.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    config = json.loads(llama2.to_str())
+    config["model"]["vocab"].update({f"<0x{b:02X}>": len(config["model"]["vocab"]) + b for b in range(256)})
+    files["llama2"] = json.dumps(config)
     for family, text in files.items():
         config = json.loads(text)
         config["truncation"] = config["padding"] = None
@@ -47,6 +81,8 @@ def family_files(mix, directory):
 
 
 def systems(text):
+    """The loaded layer, the bare layer it is built from (given the text as the file's normalizer
+    leaves it, in Python), and Hugging Face."""
     import tokenizers
 
     loaded = tfsubword.from_huggingface(text)
@@ -55,9 +91,13 @@ def systems(text):
         loaded.tokenizer.save_assets(directory)
         bare.load_assets(directory)
     reference = tokenizers.Tokenizer.from_str(text)
+    normalize = reference.normalizer.normalize_str if loaded.normalizer else None
+    encode_bare, _, _ = rt.in_graph(bare)
     return {
         LOADED: rt.in_graph(loaded),
-        BARE: rt.in_graph(bare),
+        BARE: (lambda texts: encode_bare([normalize(t) for t in texts]), None, None)
+        if normalize
+        else rt.in_graph(bare),
         HF: rt.in_python(reference.encode_batch),
     }
 
@@ -73,8 +113,7 @@ def main():
     texts = {name: rt.lines_of(path, arguments.bytes) for name, path in rt.CORPORA.items()}
     mix = [line for name in texts if name != rt.BEST_CASE for line in texts[name]]
     print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
-    with tempfile.TemporaryDirectory() as directory:
-        files = family_files(mix, directory)
+    files = family_files(mix)
     for family, text in files.items():
         found = systems(text)
         ratios = {}  # (batch, against) -> corpus -> loaded speed / other speed

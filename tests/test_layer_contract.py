@@ -26,7 +26,11 @@ def unigram(**arguments):
 
 
 def bpe(**arguments):
-    return BPELayer(BPE_VOCABULARY, BPE_MERGES, **arguments)
+    vocabulary = BPE_VOCABULARY
+    if arguments.get("byte_fallback"):  # characters, and a token for every byte
+        vocabulary = vocabulary + [f"<0x{byte:02X}>" for byte in range(256)]
+        arguments = {"byte_level": False, **arguments}
+    return BPELayer(vocabulary, BPE_MERGES, **arguments)
 
 
 def bert(**arguments):
@@ -73,6 +77,7 @@ CHANGED = {
             "byte_level": False,
             "pattern": "llama3",
             "ignore_merges": True,
+            "byte_fallback": True,
             "add_prefix_space": True,
             "unknown_token": "c",
             "special_tokens": ("a",),

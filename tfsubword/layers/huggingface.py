@@ -34,9 +34,11 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     ragged (truncated if the file truncates).
 
     Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
-    cased or not); byte-level BPE models with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa);
-    post-processors `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and
-    `Sequence`; decoders `WordPiece` and `ByteLevel` (for `detokenize`). Anything else raises
+    cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa) or a `Split`
+    of Llama-3's or Qwen2's regex before it, `ignore_merges` included; character-level BPE with
+    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); post-processors
+    `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and `Sequence`.
+    `detokenize` follows the file's decoder (see `layers.decoders`). Anything else raises
     `ValueError` naming the component and its setting.
 
     Args:
