@@ -196,6 +196,14 @@ def test_the_rules_by_hand():
     assert got == [ids("<pad>")] * 4 + [ids("<s>"), ids("\u0120a"), ids("<mask>"), ids("</s>")]
 
 
+def test_added_tokens_after_invalid_utf8_are_found():
+    """Invalid UTF-8 reads as U+FFFD (which BERT's cleaning deletes) and does not hide a token."""
+    layer, encode = encoder("bert-uncased")
+    got = encode(tf.constant([b"ab\xff\xfe[SEP]x", b"\xff[MASK]"])).numpy().tolist()
+    expected = reference("bert-uncased").encode_batch(["ab\ufffd\ufffd[SEP]x", "\ufffd[MASK]"])
+    assert got == [e.ids for e in expected]
+
+
 texts_with_tokens = st.lists(
     st.one_of(
         st.text(max_size=12),
@@ -306,6 +314,11 @@ CORRUPT = [
     ("added id far out", set_path(["added_tokens", 0, "id"], 10**9), "name no token"),
     ("added id not int", set_path(["added_tokens", 0, "id"], "7"), "id"),
     ("added content empty", set_path(["added_tokens", 0, "content"], ""), "non-empty"),
+    (
+        "stripping a token with an edge space",
+        set_path(["added_tokens", 0], {"id": 0, "content": "<|endoftext|>\u3000", "lstrip": True, "special": True}),
+        "whitespace",
+    ),
     (
         "processor id out",
         set_path(["post_processor"], {"type": "BertProcessing", "sep": ["x", -1], "cls": ["y", 0]}),

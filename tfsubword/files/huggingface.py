@@ -11,6 +11,7 @@ import json
 import os
 
 from tfsubword.files import storage
+from tfsubword.text import unicode_classes
 
 # The regular expressions of the `Split` pre-tokenizers reproduced (`text.byte_level`), by name.
 _CONTRACTIONS_ANY_CASE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
@@ -332,13 +333,20 @@ def _added_tokens(config, vocabulary_size):
                 f"tokenizer.json: {owner} ({content!r}) is matched in normalized text (normalized=true): "
                 "not supported with BertNormalizer."
             )
-        if (lstrip and content[0].isspace()) or (rstrip and content[-1].isspace()):
-            raise ValueError(f"tokenizer.json: {owner} ({content!r}) strips the whitespace it starts or ends with.")
+        if (lstrip or rstrip) and (_is_white_space(content[0]) or _is_white_space(content[-1])):
+            raise ValueError(
+                f"tokenizer.json: {owner} ({content!r}) starts or ends with whitespace and strips whitespace "
+                "beside it: not supported."
+            )
         if content in seen and seen[content] != token_id:
             raise ValueError(f"tokenizer.json: added token {content!r} has two ids, {seen[content]} and {token_id}.")
         seen[content] = token_id
         added.append(AddedToken(content, token_id, lstrip, rstrip, special, normalized))
     return added
+
+
+def _is_white_space(char):
+    return any(low <= ord(char) <= high for low, high in unicode_classes.WHITE_SPACE)
 
 
 def _special_ids(owner, value, tokens):

@@ -39,13 +39,13 @@ class AddedTokens(tf.Module):
         )
 
     def valid_text(self, texts):
-        """`texts` with invalid UTF-8 replaced (one U+FFFD per invalid sequence): what `found_in`
-        and `split` take."""
+        """`texts` with invalid UTF-8 replaced (one U+FFFD per invalid sequence): what `split` takes."""
         return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
-    def found_in(self, text):
-        """Whether any of the `[n]` valid UTF-8 strings holds an added token (a bool scalar)."""
-        return tf.reduce_any(tf.strings.regex_full_match(text, f"(?s).*(?:{self._pattern}).*"))
+    def found_in(self, texts):
+        """Whether any of the `[n]` strings holds an added token (a bool scalar). `\\C` is any byte, so
+        the texts need no replacing of invalid UTF-8 first, as `split` does."""
+        return tf.reduce_any(tf.strings.regex_full_match(texts, f"\\C*(?:{self._pattern})\\C*"))
 
     def split(self, text):
         """`[n]` valid UTF-8 strings -> (pieces `[p]`, row splits int64 `[n + 1]`, ids int32 `[p]`): the
@@ -66,13 +66,12 @@ class AddedTokens(tf.Module):
 def tokenize_around(texts, splitter, tokenize):
     """The ids of each of the `[n]` strings: added tokens (`splitter`, an `AddedTokens`) found and
     given their ids, the text between them through `tokenize` (strings -> ragged ids), in order."""
-    text = splitter.valid_text(texts)
 
     def with_added_tokens():
-        pieces, piece_splits, token_ids = splitter.split(text)
+        pieces, piece_splits, token_ids = splitter.split(splitter.valid_text(texts))
         is_text = token_ids < 0
         between = tokenize(ops.take(pieces, ops.indices_where(is_text)))
         values, splits = ops.substitute_rows(token_ids, is_text, tf.cast(between.values, tf.int32), between.row_splits)
         return tf.RaggedTensor.from_row_splits(values, ops.take(splits, piece_splits), validate=False)
 
-    return ops.rare_cond(splitter.found_in(text), with_added_tokens, lambda: tf.cast(tokenize(texts), tf.int32))
+    return ops.rare_cond(splitter.found_in(texts), with_added_tokens, lambda: tf.cast(tokenize(texts), tf.int32))
