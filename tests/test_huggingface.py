@@ -1,8 +1,9 @@
 """from_huggingface against Hugging Face `tokenizers` itself, on files each family's pipeline makes.
 
 The files are built here from the shared text (no network): BERT uncased is the shared
-`tokenizer.json`; BERT cased, GPT-2 and RoBERTa are trained by `tokenizers` with those families'
-components. Ids must equal `Tokenizer.encode(...).ids` exactly.
+`tokenizer.json`; BERT cased, GPT-2, RoBERTa, Llama-3, Qwen2 and Llama-2 files are trained by
+`tokenizers` with those families' components, and one adds tokens of both kinds to GPT-2's. Ids must
+equal `Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
