@@ -23,9 +23,9 @@ _MERGES_ASSET = "merges.json"
 class BPELayer(TokenizerLayer):
     """Tokenize text with byte-pair encoding, exactly as Hugging Face's `ByteLevelBPETokenizer` does.
 
-    Text is split by GPT-2's pre-tokenizer, each word is written as bytes
-    and the merges are applied in rank order. Only core TensorFlow ops run, so a model holding this
-    layer serves wherever plain TensorFlow runs.
+    Text is cut into words by GPT-2's pre-tokenizer (or Llama-3's or Qwen2's, `pattern`), each word is
+    written as bytes and the merges are applied in rank order. Only core TensorFlow ops run, so a
+    model holding this layer serves wherever plain TensorFlow runs.
 
     Args:
         vocabulary: a list of tokens (id = position), a dict token -> id (ids 0..n-1), or the path of a
