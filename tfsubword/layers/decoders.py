@@ -1,7 +1,7 @@
 """Hugging Face's decoders (tokens -> text) in core ops, for `HuggingFaceTokenizer.detokenize`.
 
 A decoder is a chain of steps, each mapping the tokens of every row to new tokens (`[n, (tokens)]`
-strings to the same); the text is the last step's tokens joined. `files.huggingface.decoder_steps`
+strings to the same); the text is the last step's tokens joined. `files.huggingface_components.decoder_steps`
 reads and checks them; here each step is one function, by the step's type.
 """
 
@@ -34,7 +34,7 @@ def rewrite(text):
 
 
 class Decoder(tf.Module):
-    """The decoder `steps` (a list of dicts, as `files.huggingface.decoder_steps` gives), with the
+    """The decoder `steps` (a list of dicts, as `files.huggingface_components.decoder_steps` gives), with the
     tables its steps read, made once."""
 
     def __init__(self, steps, name=None):

@@ -6,14 +6,13 @@
 `files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
 """
 
-import functools
-
 import keras
 import tensorflow as tf
 
 from tfsubword import checks, tables
 from tfsubword import graph_ops as ops
 from tfsubword.files import huggingface as file_lib
+from tfsubword.files import huggingface_components as components
 from tfsubword.layers import decoders
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
@@ -161,7 +160,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self.pad_to_longest = checks.boolean("pad_to_longest", pad_to_longest)
         self.pad_to_multiple_of = checks.integer("pad_to_multiple_of", pad_to_multiple_of, optional=True)
         self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
-        self.normalizer = file_lib.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
+        self.normalizer = components.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
         self.decoder = decoder
         if pad_token is None:
             pad_token = vocabulary[0] if isinstance(vocabulary, list) and vocabulary else "[PAD]"
@@ -181,7 +180,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         passes = [[token for token in self._added if token.normalized == second] for second in (False, True)]
         self._splitters = [AddedTokens(tokens) if tokens else None for tokens in passes]
         try:
-            self._decoder, self._decoder_problem = decoders.Decoder(file_lib.decoder_steps(self.decoder)), None
+            self._decoder, self._decoder_problem = decoders.Decoder(components.decoder_steps(self.decoder)), None
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
@@ -196,15 +195,13 @@ class HuggingFaceTokenizer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
-        # Hugging Face: cut at the raw-text tokens; normalize each piece; cut at the normalized-text
-        # tokens; the model's layer takes what is left.
-        raw, normalized = self._splitters
-        tokenize = self.tokenizer.tokenize
-        if normalized is not None:
-            tokenize = functools.partial(tokenize_around, splitter=normalized, tokenize=tokenize)
-        if self.normalizer:
-            tokenize = functools.partial(lambda texts, then: then(self._normalize(texts)), then=tokenize)
-        ids = tf.cast(tokenize(strings) if raw is None else tokenize_around(strings, raw, tokenize), tf.int32)
+        raw = self._splitters[0]
+        ids = (
+            self._between_raw_tokens(strings)
+            if raw is None
+            else tokenize_around(strings, raw, self._between_raw_tokens)
+        )
+        ids = tf.cast(ids, tf.int32)
         framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
         limits = [n for n in (self.max_length, self.sequence_length) if n is not None]
         if limits:
@@ -212,6 +209,15 @@ class HuggingFaceTokenizer(TokenizerLayer):
         if self.add_special_tokens and framing:
             ids = _framed(ids, self.start_ids, self.end_ids)
         return ids
+
+    def _between_raw_tokens(self, texts):
+        """The ids of text between tokens matched in raw text, as Hugging Face makes them: normalized,
+        cut at the tokens matched in normalized text, the rest through the model's layer."""
+        texts = self._normalize(texts)
+        normalized = self._splitters[1]
+        if normalized is None:
+            return self.tokenizer.tokenize(texts)
+        return tokenize_around(texts, normalized, self.tokenizer.tokenize)
 
     def _normalize(self, texts):
         """The string steps of `normalizer`, in order, as Hugging Face runs them on each piece."""

@@ -73,7 +73,7 @@ def character_class(ranges, negate=False, extra=""):
 
 # The pre-tokenizers, by the name of their pattern: GPT-2's; GPT-4's `cl100k_base`, which Llama-3
 # uses; and Qwen2's, which is cl100k's taking one digit at a time (the regular expressions:
-# `files.huggingface.SPLIT_PATTERNS`).
+# `files.huggingface_components.SPLIT_PATTERNS`).
 PATTERN_NAMES = ("gpt2", "llama3", "qwen2")
 
 

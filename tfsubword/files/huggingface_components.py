@@ -1,0 +1,230 @@
+"""The parts of a Hugging Face `tokenizer.json` that act on text, read and checked: the model with its
+normalizer and pre-tokenizer, and the decoder. Each reader returns the arguments of the tfsubword
+part that reproduces it, or raises `ValueError` naming the component and the setting it does not
+reproduce. The checked reads of JSON fields (`field`, `setting`) serve `files.huggingface` too.
+No TensorFlow here.
+"""
+
+import json
+
+# The regular expressions of the `Split` pre-tokenizers reproduced (`text.byte_level`), by name.
+_CONTRACTIONS_ANY_CASE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+_CL100K_TAIL = "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+SPLIT_PATTERNS = {
+    "gpt2": "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+    "llama3": _CONTRACTIONS_ANY_CASE + "\\p{N}{1,3}" + _CL100K_TAIL,
+    "qwen2": _CONTRACTIONS_ANY_CASE + "\\p{N}" + _CL100K_TAIL,
+}
+
+# What each component may be, for the messages.
+SUPPORTED = {
+    "model": ("WordPiece", "BPE"),
+    "normalizer": (
+        "BertNormalizer (with WordPiece)",
+        "Prepend, Replace of a string, Sequence of them, none (with BPE)",
+    ),
+    "pre_tokenizer": (
+        "BertPreTokenizer (with WordPiece)",
+        "ByteLevel with use_regex (with BPE)",
+        "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
+    ),
+    "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
+    "decoder": ("WordPiece", "ByteLevel", "ByteFallback", "Fuse", "Strip", "Replace", "Metaspace", "Sequence"),
+}
+
+
+def unsupported(component, value):
+    kind = value.get("type") if isinstance(value, dict) else value
+    return ValueError(
+        f"tokenizer.json: {component} {json.dumps(kind)} is not supported (supported: "
+        f"{', '.join(SUPPORTED[component])}). Received: {json.dumps(value)[:300]}."
+    )
+
+
+def field(owner, data, key, kinds, default=...):
+    """`data[key]`, checked to be of one of `kinds` (types; None allows null)."""
+    if key not in data:
+        if default is ...:
+            raise ValueError(f"tokenizer.json: {owner} lacks the field {key!r}.")
+        return default
+    value = data[key]
+    allowed = tuple(kind for kind in kinds if kind is not None)
+    if value is None and None in kinds:
+        return None
+    if isinstance(value, bool) and bool not in allowed:
+        allowed = ()
+    if not isinstance(value, allowed):
+        names = ", ".join("null" if kind is None else kind.__name__ for kind in kinds)
+        raise ValueError(f"tokenizer.json: {owner}.{key} must be {names}. Received: {json.dumps(value)[:200]}.")
+    return value
+
+
+def setting(owner, data, key, wanted, default):
+    """Check a setting that must have the value `wanted` (the only one reproduced)."""
+    value = data.get(key, default)
+    if value != wanted:
+        raise ValueError(
+            f"tokenizer.json: {owner} with {key}={json.dumps(value)} is not supported (only {json.dumps(wanted)})."
+        )
+
+
+def _vocabulary(model):
+    vocab = field("model", model, "vocab", (dict,))
+    ids = sorted(vocab.values()) if all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()) else 0
+    if ids != list(range(len(vocab))) or not vocab:
+        raise ValueError("tokenizer.json: model.vocab must map its tokens to the ids 0..n-1, each once.")
+    return sorted(vocab, key=vocab.get)
+
+
+def wordpiece(config, model):
+    vocabulary = _vocabulary(model)
+    unknown = field("model", model, "unk_token", (str,))
+    prefix = field("model", model, "continuing_subword_prefix", (str,), "##")
+    max_chars = field("model", model, "max_input_chars_per_word", (int,), 100)
+    normalizer = config.get("normalizer")
+    if not isinstance(normalizer, dict) or normalizer.get("type") != "BertNormalizer":
+        raise unsupported("normalizer", normalizer)
+    setting("BertNormalizer", normalizer, "clean_text", True, True)
+    lowercase = field("BertNormalizer", normalizer, "lowercase", (bool,), True)
+    strip_accents = field("BertNormalizer", normalizer, "strip_accents", (bool, None), None)
+    split_on_cjk = field("BertNormalizer", normalizer, "handle_chinese_chars", (bool,), True)
+    pre_tokenizer = config.get("pre_tokenizer")
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "BertPreTokenizer":
+        raise unsupported("pre_tokenizer", pre_tokenizer)
+    options = {
+        "lowercase": lowercase,
+        "strip_accents": strip_accents,
+        "split_on_cjk": split_on_cjk,
+        "final_sigma": False,  # Hugging Face lowercases one character at a time
+        "max_chars_per_word": max_chars,
+        "unknown_token": unknown,
+        "suffix_indicator": prefix,
+    }
+    return vocabulary, None, options
+
+
+def bpe(config, model):
+    vocabulary = _vocabulary(model)
+    merges = field("model", model, "merges", (list,))
+    setting("BPE", model, "dropout", None, None)
+    ignore_merges = field("BPE", model, "ignore_merges", (bool,), False)
+    byte_fallback = field("BPE", model, "byte_fallback", (bool,), False)
+    # Unknown characters fused into one unknown token: with byte fallback there are none (the byte
+    # tokens must all be there), without it the layer has no such rule.
+    if field("BPE", model, "fuse_unk", (bool,), False) and not byte_fallback:
+        setting("BPE", model, "fuse_unk", False, False)
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            setting("BPE", model, key, None, None)
+    unknown = field("model", model, "unk_token", (str, None), None)
+    if config.get("pre_tokenizer") is None:  # SentencePiece-style: the text is one word of characters
+        pattern, add_prefix_space, byte_level = None, False, False
+    else:
+        (pattern, add_prefix_space), byte_level = _byte_level_pre_tokenizer(config["pre_tokenizer"]), True
+    if byte_fallback and byte_level:
+        raise ValueError("tokenizer.json: BPE byte_fallback with a ByteLevel pre-tokenizer is not supported.")
+    options = {
+        "byte_level": byte_level,
+        "unknown_token": unknown,
+        "pattern": pattern,
+        "ignore_merges": ignore_merges,
+        "byte_fallback": byte_fallback,
+        "add_prefix_space": add_prefix_space,
+    }
+    return vocabulary, merges, options
+
+
+def string_normalizers(normalizer):
+    """The steps of a normalizer made only of `Prepend` and string `Replace` (in a `Sequence` or
+    alone), as a list of their JSON objects; `[]` for none. Others raise `ValueError`."""
+    if normalizer is None:
+        return []
+    if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
+        steps = field("Sequence normalizer", normalizer, "normalizers", (list,))
+        return [step for inner in steps for step in string_normalizers(inner)]
+    kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+    if kind == "Prepend":
+        return [{"type": "Prepend", "prepend": field("Prepend", normalizer, "prepend", (str,))}]
+    if kind == "Replace":
+        pattern = field("Replace", normalizer, "pattern", (dict,))
+        if set(pattern) != {"String"} or not isinstance(pattern["String"], str) or not pattern["String"]:
+            raise ValueError(
+                f"tokenizer.json: Replace normalizer pattern {json.dumps(pattern)[:200]} is not supported "
+                "(supported: a non-empty String)."
+            )
+        content = field("Replace", normalizer, "content", (str,))
+        return [{"type": "Replace", "pattern": {"String": pattern["String"]}, "content": content}]
+    raise unsupported("normalizer", normalizer)
+
+
+def _byte_level_pre_tokenizer(pre_tokenizer):
+    """(the name of the split pattern, add_prefix_space) of `ByteLevel` with its own regex (GPT-2's),
+    or of `Sequence[Split(a known regex, Isolated), ByteLevel(use_regex=false)]` (Llama-3, Qwen2)."""
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "ByteLevel":
+        setting("ByteLevel", pre_tokenizer, "use_regex", True, True)
+        return "gpt2", field("ByteLevel", pre_tokenizer, "add_prefix_space", (bool,), True)
+    steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) else None
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Sequence" or not isinstance(steps, list):
+        raise unsupported("pre_tokenizer", pre_tokenizer)
+    kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
+    if kinds != ["Split", "ByteLevel"]:
+        raise ValueError(
+            f"tokenizer.json: pre_tokenizer Sequence of {kinds} is not supported (supported: Split, then "
+            "ByteLevel with use_regex false)."
+        )
+    split, byte_level = steps
+    regex = split.get("pattern", {}).get("Regex") if isinstance(split.get("pattern"), dict) else None
+    names = {text: name for name, text in SPLIT_PATTERNS.items()}
+    if regex not in names:
+        raise ValueError(
+            f"tokenizer.json: Split pattern {json.dumps(split.get('pattern'))[:300]} is not supported (supported: "
+            f"the regular expressions of {', '.join(SPLIT_PATTERNS)})."
+        )
+    setting("Split", split, "behavior", "Isolated", "Isolated")
+    setting("Split", split, "invert", False, False)
+    setting("ByteLevel", byte_level, "use_regex", False, True)
+    setting("ByteLevel", byte_level, "add_prefix_space", False, True)
+    return names[regex], False
+
+
+def decoder_steps(decoder):
+    """The steps of a decoder (its JSON object; a `Sequence` is flattened), each a dict with its
+    settings checked; `[]` for none (Hugging Face then joins the tokens with spaces). Raises
+    `ValueError` naming a decoder or setting `detokenize` cannot follow."""
+    if decoder is None:
+        return []
+    if not isinstance(decoder, dict):
+        raise ValueError(f"tokenizer.json: decoder {json.dumps(decoder)[:200]} is not supported.")
+    kind = decoder.get("type")
+    if kind == "Sequence":
+        return [
+            step for inner in field("Sequence decoder", decoder, "decoders", (list,)) for step in decoder_steps(inner)
+        ]
+    if kind == "WordPiece":
+        prefix = field("WordPiece decoder", decoder, "prefix", (str,), "##")
+        return [
+            {"type": kind, "prefix": prefix, "cleanup": field("WordPiece decoder", decoder, "cleanup", (bool,), True)}
+        ]
+    if kind in ("ByteLevel", "ByteFallback", "Fuse"):
+        return [{"type": kind}]
+    if kind == "Replace":
+        (step,) = string_normalizers(decoder)  # the same object as the Replace normalizer
+        return [step]
+    if kind == "Strip":
+        content = field("Strip decoder", decoder, "content", (str,))
+        start, stop = (field("Strip decoder", decoder, key, (int,), 0) for key in ("start", "stop"))
+        if len(content) != 1 or not 0 <= start <= 1000 or not 0 <= stop <= 1000:
+            raise ValueError("tokenizer.json: Strip decoder needs one character and start, stop in 0..1000.")
+        return [{"type": kind, "content": content, "start": start, "stop": stop}]
+    if kind == "Metaspace":
+        replacement = field("Metaspace decoder", decoder, "replacement", (str,), "\u2581")
+        scheme = field("Metaspace decoder", decoder, "prepend_scheme", (str,), None)
+        if scheme is None:
+            scheme = "always" if field("Metaspace decoder", decoder, "add_prefix_space", (bool,), True) else "never"
+        if len(replacement) != 1 or scheme not in ("always", "first", "never"):
+            raise ValueError(f"tokenizer.json: Metaspace decoder {json.dumps(decoder)[:200]} is not supported.")
+        return [{"type": kind, "replacement": replacement, "prepend_scheme": scheme}]
+    raise ValueError(
+        f"tokenizer.json: decoder {kind!r} is not supported (supported: WordPiece, ByteLevel, ByteFallback, "
+        "Fuse, Strip, Replace, Metaspace, Sequence)."
+    )
