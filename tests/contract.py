@@ -17,7 +17,7 @@ import tensorflow as tf
 from tests.serving import serve
 
 # Constructor arguments that are not config: the vocabulary (and BPE's merges) are saved as assets.
-ASSETS = ("vocabulary", "merges")
+ASSETS = ("vocabulary", "merges", "model")
 
 
 def as_lists(outputs):

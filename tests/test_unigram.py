@@ -206,7 +206,7 @@ def test_unrolled_viterbi_equals_the_loop(model):
     data, rows = _engine_rows(model)
     if len(rows) < 100:
         pytest.skip(f"reference data not available: {SHARED_DATA}")
-    lattice = UnigramLayer(data)._viterbi.lattice
+    lattice = UnigramLayer(data)._segmenter.lattice
     signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
     unrolled = tf.function(lambda values, splits: lattice.unrolled_paths(values, splits, 32), input_signature=signature)
     looped = tf.function(
@@ -229,7 +229,7 @@ def test_viterbi_in_halves_equals_one_pass(monkeypatch):
     data, rows = _engine_rows("shared")
     if len(rows) < 100:
         pytest.skip(f"reference data not available: {SHARED_DATA}")
-    engine = UnigramLayer(data)._viterbi
+    engine = UnigramLayer(data)._segmenter
     signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64)]
     halves = tf.function(engine._word_paths, input_signature=signature)
     whole = tf.function(
@@ -449,7 +449,7 @@ def test_long_words_are_cut_where_no_piece_crosses():
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     layer = UnigramLayer(data)
     # By hand: "▁ab.ab." is "▁ab", ".", "ab", "." (a, b and ▁ are in longer pieces, "." is not).
-    parts, occurrences, splits, lines = layer._viterbi._cut_words(
+    parts, occurrences, splits, lines = layer._segmenter._cut_words(
         tf.constant(["▁ab.ab."]), tf.constant([0], tf.int64), tf.constant([0, 1], tf.int64)
     )
     assert parts.numpy().tolist() == ["▁ab".encode(), b".", b"ab"]
@@ -478,7 +478,7 @@ def test_long_words_are_cut_between_characters_no_piece_holds_side_by_side():
     data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
     layer = UnigramLayer(data)
     # By hand: "▁abcdadb" is cut before its last "a", "d" and "b" ("▁a", "ab", "bc" and "cd" are in pieces).
-    parts, occurrences, splits, lines = layer._viterbi._cut_words(
+    parts, occurrences, splits, lines = layer._segmenter._cut_words(
         tf.constant(["▁abcdadb", "▁ab"]), tf.constant([0, 1, 0], tf.int64), tf.constant([0, 3], tf.int64)
     )
     assert parts.numpy().tolist() == ["▁abcd".encode(), b"a", b"d", b"b", "▁ab".encode()]
@@ -835,7 +835,7 @@ def test_single_precision_rule_on_near_ties_late_in_long_lines(nearly_one, fille
         data = spm_model.serialize(pieces, spm_model.Normalizer(name="identity"))
         reference = spm_module().SentencePieceProcessor(model_proto=data)
         layer = UnigramLayer(data)
-        assert layer._viterbi.by_words is not whole_lines
+        assert layer._segmenter.by_words is not whole_lines
         texts, near_ties = [], []
         for _ in range(40):
             line = ["xyz"] * rng.randint(20, 3000)

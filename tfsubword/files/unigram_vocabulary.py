@@ -68,8 +68,10 @@ def normalizer(name=None, add_dummy_prefix=None, remove_extra_whitespaces=None, 
     return spm_model.Normalizer(name=name, charsmap=normalization_rules.charsmap(name), **switches)
 
 
-def load(vocabulary, *, normalization=None, switches=None, unknown_token="<unk>", control_tokens=()):
-    """A checked `sentencepiece_model.Model` of type unigram from any of the module's forms.
+def load(
+    vocabulary, *, normalization=None, switches=None, unknown_token="<unk>", control_tokens=(), model_types=("unigram",)
+):
+    """A checked `sentencepiece_model.Model` of one of `model_types` from any of the module's forms.
 
     `normalization` (a rule name) and `switches` (`{name: bool or None}` for the three normalizer
     switches) apply to lists and `.vocab` files; a model or a `UnigramVocabulary` carries its own, and a
@@ -87,7 +89,7 @@ def load(vocabulary, *, normalization=None, switches=None, unknown_token="<unk>"
                     f"`{argument}`={value!r} differs from the vocabulary's own normalizer ({carried!r}): pass None "
                     "to use the vocabulary's."
                 )
-    check(model)
+    check(model, model_types)
     return model
 
 
@@ -145,11 +147,13 @@ def _model_from_pairs(pairs, spec, unknown_token, control_tokens):
     return spm_model.Model(pieces=pieces, normalizer=spec)
 
 
-def check(model):
+def check(model, model_types=("unigram",)):
     """Raise `ValueError` for what SentencePiece refuses, or what `UnigramLayer` does not support yet."""
-    if model.model_type != "unigram":
+    if model.model_type not in model_types:
+        hint = " (SentencePieceLayer reads BPE models)" if model.model_type == "bpe" else ""
         raise ValueError(
-            f"UnigramLayer needs a unigram model; this SentencePiece model is of type {model.model_type!r}."
+            f"This layer reads SentencePiece models of type {' or '.join(model_types)}; this one is of type "
+            f"{model.model_type!r}{hint}."
         )
     if model.treat_whitespace_as_suffix:
         raise ValueError("SentencePiece models with `treat_whitespace_as_suffix` are not supported yet.")

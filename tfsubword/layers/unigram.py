@@ -10,6 +10,7 @@ from tfsubword.files import sentencepiece_model as spm_model
 from tfsubword.files import storage, unigram_vocabulary
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.unigram_offsets import PieceSpans
+from tfsubword.segment.sentencepiece_bpe import SentencePieceBPE
 from tfsubword.segment.viterbi import Viterbi
 from tfsubword.text import normalization_rules, sentencepiece
 from tfsubword.text.sentencepiece import SentencePieceNormalizer
@@ -59,6 +60,8 @@ class UnigramLayer(TokenizerLayer):
     (['<unk>'], 0)
     """
 
+    _MODEL_TYPES = ("unigram",)
+
     def __init__(
         self,
         vocabulary=None,
@@ -100,6 +103,7 @@ class UnigramLayer(TokenizerLayer):
             switches=switches,
             unknown_token=self.unknown_token,
             control_tokens=self.control_tokens,
+            model_types=self._MODEL_TYPES,
         )
         return [piece for piece, _, _ in self._model.pieces]
 
@@ -118,26 +122,14 @@ class UnigramLayer(TokenizerLayer):
     def _build(self, pieces):
         model = self._model
         kinds = np.array([kind for _, _, kind in model.pieces])
-        scores = np.array([score for _, score, _ in model.pieces], np.float32)
-        normal = kinds == spm_model.NORMAL
-        min_score = np.float32(min(_FLT_MAX, scores[normal].min())) if normal.any() else np.float32(_FLT_MAX)
         self._unknown_id = int(np.nonzero(kinds == spm_model.UNKNOWN)[0][0])
-        # The score of each piece on a path, as SentencePiece 0.2.3 gives it: a user-defined piece of
-        # n UTF-8 bytes gets 0.1 * (n - 1) (single precision), unknown characters min_score - 10.
-        path_scores = scores.copy()
-        for index in np.nonzero(kinds == spm_model.USER_DEFINED)[0]:
-            path_scores[index] = np.float32(0.1 * (len(pieces[index].encode("utf-8")) - 1))
-        path_scores[self._unknown_id] = np.float32(min_score - _UNKNOWN_PENALTY)
-        matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
-        self._max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
-        space = sentencepiece.SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
-        # Words can be segmented one by one when no piece holds a space symbol after its start.
-        by_words = not any(space in pieces[i][1:] for i in matched)
-        # The normalized characters each piece covers; the unknown piece covers one, before merging.
-        piece_chars = np.array([len(piece) for piece in pieces], np.int64)
-        piece_chars[self._unknown_id] = 1
         # With byte fallback, an unknown character becomes the byte pieces of its UTF-8 instead.
         byte_ids = [pieces.index(spm_model.byte_piece(byte)) for byte in range(256)] if model.byte_fallback else None
+        space = sentencepiece.SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
+        if model.model_type == "bpe":
+            self._segmenter = SentencePieceBPE(model.pieces, self._unknown_id, byte_ids)
+        else:
+            self._segmenter = self._viterbi(pieces, kinds, byte_ids, space)
         # For decoding: the kind of each piece that is not decoded as text.
         special = [(piece, kind) for piece, _, kind in model.pieces if kind in _NOT_TEXT]
         self._piece_kinds = tables.hash_table(
@@ -148,25 +140,44 @@ class UnigramLayer(TokenizerLayer):
             self._bytes_of_pieces = tables.hash_table(
                 byte_names, [bytes([b]) for b in range(256)], "", tf.string, tf.string
             )
-        self._viterbi = Viterbi(
-            [pieces[i] for i in matched],
-            matched,
-            path_scores,
-            self._unknown_id,
-            self._max_piece_chars,
-            piece_chars,
-            byte_ids,
-            ord(space) if by_words else None,
-        )
         user_defined = [pieces[i] for i in np.nonzero(kinds == spm_model.USER_DEFINED)[0]]
         self._normalizer = SentencePieceNormalizer(model.normalizer, user_defined)
         # For offsets of words: which pieces start a word; the unknown piece does not if `▁` is a piece.
+        matched = np.nonzero((kinds == spm_model.NORMAL) | (kinds == spm_model.USER_DEFINED))[0]
         self._starts_word = None
         if space in {pieces[i] for i in matched}:
             starts_word = np.zeros(len(pieces), bool)
             starts_word[matched] = [pieces[i].startswith(space) for i in matched]
             self._starts_word = tables.constant(starts_word, tf.bool)
-        self._spans = PieceSpans(self._normalizer, self._viterbi, self._unknown_id, self._starts_word)
+        self._spans = PieceSpans(self._normalizer, self._segmenter, self._unknown_id, self._starts_word)
+
+    def _viterbi(self, pieces, kinds, byte_ids, space):
+        scores = np.array([score for _, score, _ in self._model.pieces], np.float32)
+        normal = kinds == spm_model.NORMAL
+        min_score = np.float32(min(_FLT_MAX, scores[normal].min())) if normal.any() else np.float32(_FLT_MAX)
+        # The score of each piece on a path, as SentencePiece 0.2.3 gives it: a user-defined piece of
+        # n UTF-8 bytes gets 0.1 * (n - 1) (single precision), unknown characters min_score - 10.
+        path_scores = scores.copy()
+        for index in np.nonzero(kinds == spm_model.USER_DEFINED)[0]:
+            path_scores[index] = np.float32(0.1 * (len(pieces[index].encode("utf-8")) - 1))
+        path_scores[self._unknown_id] = np.float32(min_score - _UNKNOWN_PENALTY)
+        matched = np.nonzero(normal | (kinds == spm_model.USER_DEFINED))[0]
+        max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
+        # Words can be segmented one by one when no piece holds a space symbol after its start.
+        by_words = not any(space in pieces[i][1:] for i in matched)
+        # The normalized characters each piece covers; the unknown piece covers one, before merging.
+        piece_chars = np.array([len(piece) for piece in pieces], np.int64)
+        piece_chars[self._unknown_id] = 1
+        return Viterbi(
+            [pieces[i] for i in matched],
+            matched,
+            path_scores,
+            self._unknown_id,
+            max_piece_chars,
+            piece_chars,
+            byte_ids,
+            ord(space) if by_words else None,
+        )
 
     def _unknown_token_id(self):
         return self._unknown_id
@@ -179,15 +190,15 @@ class UnigramLayer(TokenizerLayer):
 
     def _tokenize_strings(self, strings):
         normalizer = self._normalizer
-        if normalizer.splits_words and self._viterbi.by_words:
+        if normalizer.splits_words and self._segmenter.by_words:
             pool, occurrences, word_splits, word_lines = normalizer.word_pool(strings)
-            ids, id_splits = self._viterbi.segment_words(pool, word_splits, word_lines, occurrences=occurrences)
+            ids, id_splits = self._segmenter.segment_words(pool, word_splits, word_lines, occurrences=occurrences)
         else:
-            ids, id_splits = self._viterbi(*normalizer.normalize(strings))
+            ids, id_splits = self._segmenter(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def _tokenize_strings_with_offsets(self, strings):
-        if self._normalizer.splits_words and self._viterbi.by_words:
+        if self._normalizer.splits_words and self._segmenter.by_words:
             ids, starts, ends, splits = self._spans.of_words(strings)
         else:
             ids, starts, ends, splits = self._spans.of_normalized(strings)

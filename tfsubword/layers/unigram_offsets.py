@@ -16,13 +16,14 @@ from tfsubword.text import sentencepiece
 
 
 class PieceSpans:
-    """The spans of the pieces of a `SentencePieceNormalizer` and a `Viterbi`: `of_words` for lines
+    """The spans of the pieces of a `SentencePieceNormalizer` and a segmenter (`Viterbi`, or
+    `SentencePieceBPE`, which reads whole texts only): `of_words` for lines
     segmented word by word (when both allow it), `of_normalized` otherwise. `starts_word`: a bool
     constant per id, whether the piece starts a word, or None when the unknown piece could start one."""
 
-    def __init__(self, normalizer, viterbi, unknown_id, starts_word):
+    def __init__(self, normalizer, segmenter, unknown_id, starts_word):
         self._normalizer = normalizer
-        self._viterbi = viterbi
+        self._segmenter = segmenter
         self._unknown_id = unknown_id
         self._starts_word = starts_word
 
@@ -84,7 +85,7 @@ class PieceSpans:
         )
         word_starts, word_ends = tf.unstack(spans, axis=1)
         word_lines = ops.row_ids(word_splits)
-        ids, id_splits, distinct = self._viterbi.segment_words(
+        ids, id_splits, distinct = self._segmenter.segment_words(
             pool,
             word_splits,
             word_lines,
@@ -99,7 +100,7 @@ class PieceSpans:
         word_values = ops.take(distinct["splits"], occurrence)  # where each word's characters start
         word_chars = ops.take(distinct["splits"][1:], occurrence) - word_values
         char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)  # and in the lines, all in turn
-        chars = ops.take(self._viterbi.piece_chars, ids)
+        chars = ops.take(self._segmenter.piece_chars, ids)
         piece_starts = tf.cumsum(chars, exclusive=True)
         if self._starts_word is not None:
             starts_word = ops.take(self._starts_word, ids)
@@ -158,7 +159,7 @@ class PieceSpans:
         # next `▁`'s source: where the next piece starts.
         ends = _ends_at_next_starts(starts, id_splits, line_ends_at)
         characters = None
-        if self._viterbi.byte_ids is not None:
+        if self._segmenter.byte_ids is not None:
             characters = ops.take(distinct["values"], ops.take(to_distinct, word) + piece_starts)
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
@@ -166,7 +167,7 @@ class PieceSpans:
         """`[n]` strings -> (ids int32, starts int64, ends int64, row splits int64) of their pieces:
         every text goes through the whole normalizer, which says where each character comes from."""
         values, splits, sources, line_ends = self._normalizer.normalize(strings, offsets=True)
-        ids, id_splits = self._viterbi(values, splits, merge=False)
+        ids, id_splits = self._segmenter(values, splits, merge=False)
         return self._spans(ids, id_splits, values, sources, line_ends)
 
     def _spans(self, ids, id_splits, values, sources, line_ends):
@@ -175,21 +176,22 @@ class PieceSpans:
         SentencePiece gives them. `sources`: where each normalized character
         comes from; `line_ends`: where each text ends."""
         # The pieces of each text cover it in order, so where each starts is a running sum over all texts.
-        first = tf.cumsum(ops.take(self._viterbi.piece_chars, ids), exclusive=True)
+        first = tf.cumsum(ops.take(self._segmenter.piece_chars, ids), exclusive=True)
         starts = ops.take(sources, first)
         # A piece ends at the source of the character after it, where the next piece starts.
         ends = _ends_at_next_starts(starts, id_splits, line_ends)
-        characters = ops.take(values, first) if self._viterbi.byte_ids is not None else None
+        characters = ops.take(values, first) if self._segmenter.byte_ids is not None else None
         return self._unknown_spans(ids, id_splits, starts, ends, characters)
 
     def _unknown_spans(self, ids, id_splits, starts, ends, characters):
         """Pieces with unknown ones one per character, with their spans -> the same as SentencePiece
         gives them: with byte fallback, each unknown one becomes the byte pieces of its character
         (`characters`: the first character of each piece); otherwise consecutive ones become one."""
-        viterbi = self._viterbi
-        if viterbi.byte_ids is not None:
+        if self._segmenter.byte_ids is not None:
             # The byte pieces of an unknown character: all but the last are empty, at its start.
-            ids, new_splits, old, last = unknowns.unknowns_as_bytes(ids, characters, self._unknown_id, viterbi.byte_ids)
+            ids, new_splits, old, last = unknowns.unknowns_as_bytes(
+                ids, characters, self._unknown_id, self._segmenter.byte_ids
+            )
             starts = ops.take(starts, old)
             ends = tf.where(last, ops.take(ends, old), starts)
             return ids, starts, ends, ops.take(new_splits, id_splits)

@@ -108,12 +108,7 @@ class BytePairEncoding(tf.Module):
                 whole_keys.append(data)
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)
-        keys = np.array([left * size + right for left, right in ranks], np.int64)
-        sure = _sure_merges(ranks)
-        values = np.array(
-            [(rank << 32) + ((pair in sure) << 31) + merged for pair, (rank, merged) in ranks.items()], np.int64
-        )
-        self._merge_table = tables.hash_table(keys, values, -1, tf.int64, tf.int64)
+        self._merges = Merges(ranks, size)
         self._byte_fallback = byte_fallback and not byte_level
         if self._byte_fallback:
             missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
@@ -141,7 +136,35 @@ class BytePairEncoding(tf.Module):
             symbols, rows = self._bytes_of_unknown_characters(units, symbols, rows)
         known = ops.indices_where(symbols >= 0)
         symbols, rows = ops.take(symbols, known), ops.take(rows, known)
-        number_of_words = tf.size(words, out_type=tf.int64)
+        return self._merges.merge(symbols, rows, tf.size(words, out_type=tf.int64))
+
+    def _bytes_of_unknown_characters(self, code_points, symbols, rows):
+        """Each character that is no token (symbol -1) replaced by the tokens of its UTF-8 bytes."""
+        unknown = symbols < 0
+        missing = ops.take(code_points, ops.indices_where(unknown))
+        one_each = tf.RaggedTensor.from_row_lengths(missing, tf.ones_like(missing, tf.int64), validate=False)
+        units, splits = ops.decode_bytes(tf.strings.unicode_encode(one_each, "UTF-8"))
+        symbols, char_splits = ops.substitute_rows(symbols, unknown, ops.take(self._byte_ids, units), splits)
+        return symbols, ops.take(rows, ops.row_ids(char_splits))
+
+
+class Merges(tf.Module):
+    """A merge table over `size` ids: `ranks` maps a pair of ids to (rank, merged id). Merges of equal
+    rank are taken leftmost first, as merges of one rank."""
+
+    def __init__(self, ranks, size, name=None):
+        super().__init__(name=name)
+        self._size = size
+        keys = np.array([left * size + right for left, right in ranks], np.int64)
+        sure = _sure_merges(ranks)
+        values = np.array(
+            [(rank << 32) + ((pair in sure) << 31) + merged for pair, (rank, merged) in ranks.items()], np.int64
+        )
+        self._merge_table = tables.hash_table(keys, values, -1, tf.int64, tf.int64)
+
+    def merge(self, symbols, rows, number_of_words):
+        """Symbol ids (int64) of words (their `rows`, int64, sorted) -> (ids int32, row splits int64),
+        merged until no pair of a word has a merge: the lowest rank first, the leftmost among equals."""
         # Eagerly, an empty array cannot concat: each starts with an empty part.
         finished = [
             tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
@@ -151,7 +174,7 @@ class BytePairEncoding(tf.Module):
         ]
         _, _, finished, _ = tf.while_loop(
             lambda symbols, rows, finished, step: tf.size(symbols) > 0,
-            lambda symbols, rows, finished, step: self._merge_step(symbols, rows, finished, step, number_of_words),
+            lambda symbols, rows, finished, step: self._step(symbols, rows, finished, step, number_of_words),
             (symbols, rows, finished, tf.constant(1)),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), [None, None], tf.TensorShape([])),
         )
@@ -164,16 +187,7 @@ class BytePairEncoding(tf.Module):
         word_of, place = ops.row_ids_and_places(splits)
         return tf.cast(ops.take(symbols, ops.take(first, word_of) + place), tf.int32), splits
 
-    def _bytes_of_unknown_characters(self, code_points, symbols, rows):
-        """Each character that is no token (symbol -1) replaced by the tokens of its UTF-8 bytes."""
-        unknown = symbols < 0
-        missing = ops.take(code_points, ops.indices_where(unknown))
-        one_each = tf.RaggedTensor.from_row_lengths(missing, tf.ones_like(missing, tf.int64), validate=False)
-        units, splits = ops.decode_bytes(tf.strings.unicode_encode(one_each, "UTF-8"))
-        symbols, char_splits = ops.substitute_rows(symbols, unknown, ops.take(self._byte_ids, units), splits)
-        return symbols, ops.take(rows, ops.row_ids(char_splits))
-
-    def _merge_step(self, symbols, rows, finished, step, number_of_words):
+    def _step(self, symbols, rows, finished, step, number_of_words):
         """In each word, the leftmost pair of lowest rank and the sure pairs merge; the words that have
         no merge leave the loop, written to `finished`."""
         size = tf.constant(self._size, tf.int64)

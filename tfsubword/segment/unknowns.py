@@ -8,6 +8,19 @@ import tensorflow as tf
 from tfsubword import graph_ops as ops
 
 
+def finish(ids, splits, code_points, piece_chars, unknown_id, byte_ids):
+    """Pieces of rows (`splits`) with unknown ones one per character, over the rows' code points, ->
+    the same as SentencePiece gives them: consecutive unknown pieces merged into one, or with byte
+    fallback (`byte_ids` not None) each replaced by the byte pieces of its character's UTF-8.
+    `piece_chars`: the characters each id covers."""
+    if byte_ids is None:
+        return merge_unknowns(ids, splits, unknown_id)
+    # The pieces cover their rows in order: a running sum of their lengths says where each starts.
+    characters = ops.take(code_points, tf.cumsum(ops.take(piece_chars, ids), exclusive=True))
+    ids, piece_splits, _, _ = unknowns_as_bytes(ids, characters, unknown_id, byte_ids)
+    return ids, ops.take(piece_splits, splits)
+
+
 def merge_unknowns(ids, splits, unknown_id):
     """Consecutive unknown pieces of a row become one."""
     merged = merged_unknowns(ids, splits, unknown_id)

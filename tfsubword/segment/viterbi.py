@@ -124,15 +124,7 @@ class Viterbi(tf.Module):
         return self._unknowns(paths["piece"], ids_splits, code_points) if merge else (paths["piece"], ids_splits)
 
     def _unknowns(self, ids, splits, code_points):
-        """Unknown pieces (one per character) as SentencePiece gives them: consecutive ones merged
-        into one, or with byte fallback each replaced by the byte pieces of its character's UTF-8.
-        `code_points`: the text the rows of pieces cover."""
-        if self.byte_ids is None:
-            return unknowns.merge_unknowns(ids, splits, self._unknown_id)
-        # The pieces cover their rows in order: a running sum of their lengths says where each starts.
-        characters = ops.take(code_points, tf.cumsum(ops.take(self.piece_chars, ids), exclusive=True))
-        ids, piece_splits, _, _ = unknowns.unknowns_as_bytes(ids, characters, self._unknown_id, self.byte_ids)
-        return ids, ops.take(piece_splits, splits)
+        return unknowns.finish(ids, splits, code_points, self.piece_chars, self._unknown_id, self.byte_ids)
 
     def _by_words(self, words, line_word_splits, word_lines, prefix, merge=True, distinct=False, occurrences=None):
         if occurrences is None:
