@@ -1,6 +1,6 @@
 """Speed on the text people send: each layer against its anchors on real short lines in many scripts.
 
-    python benchmarks/realtext.py [--layers wordpiece unigram bpe] [--batches 1 32 1024] [--rounds 5]
+    python benchmarks/realtext.py [--layers wordpiece unigram bpe sentencepiece-bpe] [--batches 1 32 1024] [--rounds 5]
 
 Corpora: `realtext/` (short lines in Italian, Czech, Bulgarian, Polish and Portuguese; technical prose in
 Japanese and traditional Chinese), *Botchan*, the Japanese novel, and wikitext-2 valid (pre-tokenized:
@@ -13,6 +13,8 @@ Anchors, per layer (ratio = tfsubword's speed / the anchor's; above 1.0 tfsubwor
   (`case_fold_utf8`, NFD, marks stripped) in a `tf.function`; Hugging Face `tokenizers`, one thread.
 - Unigram, a model SentencePiece trains on the mix (8,000 pieces): tensorflow-text
   `SentencepieceTokenizer` in a `tf.function`; `sentencepiece` through its Python API.
+- SentencePiece BPE (`SentencePieceLayer`), a model SentencePiece trains on the mix with Llama-2's
+  settings (8,000 pieces, byte fallback, identity rules, spaces kept): the same two anchors.
 - BPE, a byte-level vocabulary Hugging Face trains on the mix (30,000 tokens): keras-hub
   `BytePairTokenizer` timed cold (its word cache emptied before each round, as a fresh instance's);
   Hugging Face `tokenizers`, one thread.
@@ -100,20 +102,38 @@ def wordpiece_systems(mix, directory):
     }
 
 
-def unigram_systems(mix, directory):
+def _sentencepiece_systems(mix, layer_class, **options):
     import sentencepiece as spm
     import tensorflow_text as text_ops
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(mix), model_writer=model, model_type="unigram", vocab_size=8000, minloglevel=2
+        sentence_iterator=iter(mix), model_writer=model, vocab_size=8000, minloglevel=2, **options
     )
     model = model.getvalue()
     return {
-        OURS: in_graph(tfsubword.UnigramLayer(model)),
+        OURS: in_graph(layer_class(model)),
         "tf-text Sentencepiece": in_graph(text_ops.SentencepieceTokenizer(model).tokenize),
         "sentencepiece": in_python(spm.SentencePieceProcessor(model_proto=model).encode),
     }
+
+
+def unigram_systems(mix, directory):
+    return _sentencepiece_systems(mix, tfsubword.UnigramLayer, model_type="unigram")
+
+
+def sentencepiece_bpe_systems(mix, directory):
+    """A SentencePiece BPE model with Llama-2's trainer settings."""
+    return _sentencepiece_systems(
+        mix,
+        tfsubword.SentencePieceLayer,
+        model_type="bpe",
+        byte_fallback=True,
+        split_digits=True,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        allow_whitespace_only_pieces=True,
+    )
 
 
 def bpe_systems(mix, directory):
@@ -143,7 +163,12 @@ def bpe_systems(mix, directory):
     }
 
 
-SYSTEMS = {"wordpiece": wordpiece_systems, "unigram": unigram_systems, "bpe": bpe_systems}
+SYSTEMS = {
+    "wordpiece": wordpiece_systems,
+    "unigram": unigram_systems,
+    "bpe": bpe_systems,
+    "sentencepiece-bpe": sentencepiece_bpe_systems,
+}
 
 
 def runners(systems, lines, batch, arguments):
