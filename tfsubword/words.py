@@ -24,13 +24,14 @@ def distinct(words):
     return tf.unique(words, out_idx=tf.int64)
 
 
-def segment_distinct(words, segment, whole_words=None, spans=False):
+def segment_distinct(words, segment, whole_words=None, spans=False, span_unit="BYTE"):
     """The pieces of each of the `[d]` distinct `words`: (values, row splits int64), one row per word.
 
     `segment` maps `[k]` words to their pieces (values, row splits). With `whole_words`, a table from
     words to the id of the token each stands for (-1 when none), the words it holds are that token and
     only the others go to `segment`, whose values must have the table's type. With `spans`, values are
-    int64 rows `[pieces, 3]` of (id, first byte, end byte) within the word; a whole word spans itself.
+    int64 rows `[pieces, 3]` of (id, first byte, end byte) within the word (in characters with
+    `span_unit="UTF8_CHAR"`); a whole word spans itself.
     """
     if whole_words is None:
         return _segment_in_halves(segment, words)
@@ -40,7 +41,8 @@ def segment_distinct(words, segment, whole_words=None, spans=False):
     values, splits = _segment_in_halves(segment, ops.take(words, misses))
     if spans:
         whole = tf.cast(whole, tf.int64)
-        whole = tf.stack([whole, tf.zeros_like(whole), tf.cast(tf.strings.length(words), tf.int64)], axis=1)
+        length = tf.cast(tf.strings.length(words, unit=span_unit), tf.int64)
+        whole = tf.stack([whole, tf.zeros_like(whole), length], axis=1)
     return ops.substitute_rows(whole, missed, values, splits)
 
 
@@ -61,15 +63,16 @@ def to_lines(values, splits, rows, line_splits):
     return values, ops.take(word_splits, line_splits), word_splits
 
 
-def encode(words, line_splits, segment, whole_words=None, word_starts=None):
+def encode(words, line_splits, segment, whole_words=None, word_starts=None, span_unit="BYTE"):
     """`[m]` words grouped into lines by `line_splits` -> (piece values, line splits): see the module.
 
     With `word_starts` (int64 `[m]`, the byte where each word starts in its line), `segment` gives spans
-    as in `segment_distinct`, and the result is (ids, starts, ends, line splits), spans in the lines.
+    as in `segment_distinct`, and the result is (ids, starts, ends, line splits), spans in the lines
+    (`span_unit`: as in `segment_distinct`, of `word_starts` too).
     """
     spans = word_starts is not None
     unique, occurrence = distinct(words)
-    values, splits = segment_distinct(unique, segment, whole_words, spans)
+    values, splits = segment_distinct(unique, segment, whole_words, spans, span_unit)
     values, line_value_splits, word_splits = to_lines(values, splits, occurrence, line_splits)
     if not spans:
         return values, line_value_splits

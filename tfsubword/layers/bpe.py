@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 
 from tfsubword import checks, tables, words
+from tfsubword import graph_ops as ops
 from tfsubword.files import storage
 from tfsubword.files import vocab as vocab_lib
 from tfsubword.files.vocab import GPT2_SPECIAL_TOKENS
@@ -152,17 +153,58 @@ class BPELayer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
-        if self.add_prefix_space:
-            unspaced = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
-            strings = tf.where(unspaced, tf.strings.join([" ", strings]), strings)
-        if self.pattern is None:
-            split = tf.RaggedTensor.from_uniform_row_length(strings, 1)
-        else:
-            split = byte_level_lib.split_words(strings, self.pattern)
+        split, _ = self._words(strings)
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
         )
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def _tokenize_strings_with_offsets(self, strings):
+        """Byte offsets as Hugging Face's character offsets are, in UTF-8 bytes: a token spans the
+        characters that its bytes are part of (two tokens that split a character both span it); the
+        space `add_prefix_space` puts in front spans the text's first character; the U+FFFD that
+        stands for an invalid UTF-8 sequence spans its bytes."""
+        split, prefixed = self._words(strings)
+        lengths = tf.cast(tf.strings.length(split.flat_values, unit="UTF8_CHAR"), tf.int64)
+        from_first = tf.cumsum(lengths, exclusive=True)
+        word_starts = from_first - ops.take(from_first, ops.take(split.row_splits, split.value_rowids()))
+        ids, starts, ends, splits = words.encode(
+            split.flat_values,
+            split.row_splits,
+            self._segmenter.segment_spans,
+            self._segmenter.whole_words,
+            word_starts,
+            span_unit="UTF8_CHAR",
+        )
+        if prefixed is not None:  # the space put in front stands for the first character
+            moved = ops.take(prefixed, ops.row_ids(splits))
+            starts = tf.where(moved, tf.maximum(starts - 1, 0), starts)
+            ends = tf.where(moved, tf.maximum(ends - 1, 1), ends)
+        # Characters -> bytes of the original strings (one U+FFFD per invalid sequence, as the words have).
+        _, char_starts, char_splits = ops.decode_utf8_with_offsets(strings)
+        rows = ops.row_ids(splits)
+        line_chars = ops.take(char_splits[1:] - char_splits[:-1], rows)
+        line_bytes = ops.take(tf.cast(tf.strings.length(strings), tf.int64), rows)
+        table = tf.concat([char_starts, [0]], axis=0)
+        first_char = ops.take(char_splits, rows)
+
+        def to_bytes(characters):
+            inside = characters < line_chars
+            return tf.where(inside, ops.take(table, tf.where(inside, first_char + characters, 0)), line_bytes)
+
+        ragged = (ids, to_bytes(starts), to_bytes(ends))
+        return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in ragged)
+
+    def _words(self, strings):
+        """`[n]` strings -> their words (ragged `[n, (words)]`) and, with `add_prefix_space`, whether
+        each was given a space in front (else None)."""
+        prefixed = None
+        if self.add_prefix_space:
+            prefixed = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
+            strings = tf.where(prefixed, tf.strings.join([" ", strings]), strings)
+        if self.pattern is None:
+            return tf.RaggedTensor.from_uniform_row_length(strings, 1), prefixed
+        return byte_level_lib.split_words(strings, self.pattern), prefixed
 
     def _detokenize_tokens(self, tokens):
         """Tokens -> text: each token's bytes joined (byte-level symbols back to bytes), with invalid

@@ -123,6 +123,32 @@ class BytePairEncoding(tf.Module):
 
     def segment(self, words):
         """`[k]` words (UTF-8) -> their tokens: (ids int32, row splits int64), one row per word."""
+        symbols, rows, _ = self._initial_symbols(words)
+        return self._merges.merge(symbols, rows, tf.size(words, out_type=tf.int64))
+
+    def segment_spans(self, words):
+        """`[k]` words -> their tokens with where they come from: int64 rows `[tokens, 3]` of (id,
+        first character, end character) within the word, and row splits (int64), as `words.encode`
+        takes them with `span_unit="UTF8_CHAR"`. A token spans the characters that its bytes (or
+        characters) are part of, as Hugging Face's offsets: two tokens that split a character both
+        span it."""
+        number_of_words = tf.size(words, out_type=tf.int64)
+        symbols, rows, characters = self._initial_symbols(words, with_characters=True)
+        ids, splits, first = self._merges.merge(
+            symbols, rows, number_of_words, origins=tf.range(tf.size(symbols, out_type=tf.int64))
+        )
+        # A token's symbols run up to the next token's first, or to the last symbol of its word.
+        token_rows = ops.row_ids(splits)
+        last_of_word = tf.range(tf.size(ids, out_type=tf.int64)) == ops.take(splits, token_rows + 1) - 1
+        symbol_ends = ops.take(ops.splits_from_row_ids(rows, number_of_words), token_rows + 1)
+        last = tf.where(last_of_word, symbol_ends, tf.concat([first[1:], [0]], axis=0)) - 1
+        spans = [tf.cast(ids, tf.int64), ops.take(characters, first), ops.take(characters, last) + 1]
+        return tf.stack(spans, axis=1), splits
+
+    def _initial_symbols(self, words, with_characters=False):
+        """`[k]` words -> their first symbols (ids, int64), the word of each (int64) and, if asked,
+        the character (of the word) each comes from; symbols of no token are dropped."""
+        characters = None
         if self._byte_level:
             units, splits = ops.decode_bytes(words)
             symbols = ops.take(self._byte_ids, units)
@@ -132,20 +158,30 @@ class BytePairEncoding(tf.Module):
             if self._unknown_id >= 0 and not self._byte_fallback:
                 symbols = tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
         rows = ops.row_ids(splits)
+        if with_characters:
+            if self._byte_level:  # a character starts at each byte that is not 0b10xxxxxx
+                leads = tf.cumsum(tf.cast(tf.bitwise.bitwise_and(units, 0xC0) != 0x80, tf.int64)) - 1
+                characters = leads - ops.take(leads, ops.take(splits, rows))
+            else:
+                characters = tf.range(tf.size(units, out_type=tf.int64)) - ops.take(splits, rows)
         if self._byte_fallback:
-            symbols, rows = self._bytes_of_unknown_characters(units, symbols, rows)
+            symbols, rows, of_character = self._bytes_of_unknown_characters(units, symbols, rows)
+            if with_characters:
+                characters = ops.take(characters, of_character)
         known = ops.indices_where(symbols >= 0)
         symbols, rows = ops.take(symbols, known), ops.take(rows, known)
-        return self._merges.merge(symbols, rows, tf.size(words, out_type=tf.int64))
+        return symbols, rows, None if characters is None else ops.take(characters, known)
 
     def _bytes_of_unknown_characters(self, code_points, symbols, rows):
-        """Each character that is no token (symbol -1) replaced by the tokens of its UTF-8 bytes."""
+        """Each character that is no token (symbol -1) replaced by the tokens of its UTF-8 bytes: the
+        new symbols, their rows, and the character each comes from."""
         unknown = symbols < 0
         missing = ops.take(code_points, ops.indices_where(unknown))
         one_each = tf.RaggedTensor.from_row_lengths(missing, tf.ones_like(missing, tf.int64), validate=False)
         units, splits = ops.decode_bytes(tf.strings.unicode_encode(one_each, "UTF-8"))
         symbols, char_splits = ops.substitute_rows(symbols, unknown, ops.take(self._byte_ids, units), splits)
-        return symbols, ops.take(rows, ops.row_ids(char_splits))
+        of_character = ops.row_ids(char_splits)
+        return symbols, ops.take(rows, of_character), of_character
 
 
 class Merges(tf.Module):
@@ -162,34 +198,42 @@ class Merges(tf.Module):
         )
         self._merge_table = tables.hash_table(keys, values, -1, tf.int64, tf.int64)
 
-    def merge(self, symbols, rows, number_of_words):
+    def merge(self, symbols, rows, number_of_words, origins=None):
         """Symbol ids (int64) of words (their `rows`, int64, sorted) -> (ids int32, row splits int64),
-        merged until no pair of a word has a merge: the lowest rank first, the leftmost among equals."""
+        merged until no pair of a word has a merge: the lowest rank first, the leftmost among equals.
+        With `origins` (int64, one per symbol), also the origin of each token's first symbol."""
+        carried = [] if origins is None else [origins]
         # Eagerly, an empty array cannot concat: each starts with an empty part.
         finished = [
             tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
                 0, tf.zeros([0], tf.int64)
             )
-            for _ in range(2)
+            for _ in range(2 + len(carried))
         ]
-        _, _, finished, _ = tf.while_loop(
-            lambda symbols, rows, finished, step: tf.size(symbols) > 0,
-            lambda symbols, rows, finished, step: self._step(symbols, rows, finished, step, number_of_words),
-            (symbols, rows, finished, tf.constant(1)),
-            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), [None, None], tf.TensorShape([])),
+        vector = tf.TensorShape([None])
+        _, _, _, finished, _ = tf.while_loop(
+            lambda symbols, rows, carried, finished, step: tf.size(symbols) > 0,
+            lambda symbols, rows, carried, finished, step: self._step(
+                symbols, rows, carried, finished, step, number_of_words
+            ),
+            (symbols, rows, carried, finished, tf.constant(1)),
+            shape_invariants=(vector, vector, [vector] * len(carried), [None] * len(finished), tf.TensorShape([])),
         )
-        symbols, rows = (part.concat() for part in finished)
+        symbols, rows, *carried = (part.concat() for part in finished)
         # Each word left the loop whole, in one step: its symbols are one run of `finished`.
         positions = tf.range(tf.size(rows, out_type=tf.int64))
         first = tf.math.unsorted_segment_min(positions, rows, number_of_words)
         counts = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, number_of_words)
         splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
         word_of, place = ops.row_ids_and_places(splits)
-        return tf.cast(ops.take(symbols, ops.take(first, word_of) + place), tf.int32), splits
+        order = ops.take(first, word_of) + place
+        ids = tf.cast(ops.take(symbols, order), tf.int32)
+        return (ids, splits) if origins is None else (ids, splits, ops.take(carried[0], order))
 
-    def _step(self, symbols, rows, finished, step, number_of_words):
+    def _step(self, symbols, rows, carried, finished, step, number_of_words):
         """In each word, the leftmost pair of lowest rank and the sure pairs merge; the words that have
-        no merge leave the loop, written to `finished`."""
+        no merge leave the loop, written to `finished`. A merged token keeps the `carried` values of its
+        first symbol."""
         size = tf.constant(self._size, tf.int64)
         count = tf.size(symbols, out_type=tf.int64)
         pairs = tf.maximum(count - 1, 0)
@@ -208,5 +252,6 @@ class Merges(tf.Module):
         done = best == no_pair
         going = ops.indices_where(~(tf.concat([[False], chosen], axis=0) | done))
         done = ops.indices_where(done)
-        finished = [part.write(step, ops.take(t, done)) for part, t in zip(finished, (merged, rows))]
-        return ops.take(merged, going), ops.take(rows, going), finished, step + 1
+        finished = [part.write(step, ops.take(t, done)) for part, t in zip(finished, (merged, rows, *carried))]
+        going_carried = [ops.take(values, going) for values in carried]
+        return ops.take(merged, going), ops.take(rows, going), going_carried, finished, step + 1
