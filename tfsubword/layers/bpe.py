@@ -60,7 +60,8 @@ class BPELayer(TokenizerLayer):
         pad_token: str. Defaults to "<|endoftext|>", GPT-2's only special token.
         dtype: an integer dtype, or "string" for the tokens themselves. Defaults to "int32".
 
-    Special tokens in the text are not recognized: text is always text.
+    Special tokens in the text are not recognized: text is always text. `tokenize_with_offsets` gives
+    Hugging Face's offsets in UTF-8 bytes: a token spans the characters its bytes are part of.
 
     Examples:
 
