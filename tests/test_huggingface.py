@@ -2,11 +2,14 @@
 
 The files are built here from the shared text (no network): BERT uncased is the shared
 `tokenizer.json`; BERT cased, GPT-2, RoBERTa, Llama-3, Qwen2 and Llama-2 files are trained by
-`tokenizers` with those families' components, and one adds tokens of both kinds to GPT-2's. Ids must
-equal `Tokenizer.encode(...).ids` exactly.
+`tokenizers` with those families' components, and one adds tokens of both kinds to GPT-2's. Two more
+Llama-2 files are converted from a SentencePiece BPE model, as `transformers` converts Llama-2's
+(`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). Ids must equal
+`Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
+import io
 import json
 
 import pytest
@@ -18,7 +21,18 @@ from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
-FAMILIES = ("bert-uncased", "bert-cased", "gpt2", "roberta", "gpt2-added", "llama3", "qwen2", "llama2")
+FAMILIES = (
+    "bert-uncased",
+    "bert-cased",
+    "gpt2",
+    "roberta",
+    "gpt2-added",
+    "llama3",
+    "qwen2",
+    "llama2",
+    "llama2-sentencepiece",
+    "llama2-metaspace",
+)
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 SPLIT_REGEXES = {
@@ -39,6 +53,8 @@ WITH_TOKENS = [
     "\xa0 x",
     "ab<|endoftext|>hello world, hello worlds é",
     "dtext  x dtext<|endoftext|>",
+    "<s> x <sep>y</s>",
+    " <s>  two  spaces <sep>",
 ]
 
 
@@ -124,6 +140,8 @@ def family_json(family):
         vocab = config["model"]["vocab"]
         vocab.update({f"<0x{byte:02X}>": len(vocab) + byte for byte in range(256)})
         return json.dumps(config)
+    if family.startswith("llama2-"):
+        return llama2_from_sentencepiece(metaspace=family == "llama2-metaspace")
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -133,6 +151,75 @@ def family_json(family):
         tokenizer._tokenizer.enable_padding(pad_id=1, pad_token="<pad>", direction="left", pad_to_multiple_of=8)
         return tokenizer._tokenizer.to_str()
     raise AssertionError(family)
+
+
+@functools.cache
+def sentencepiece_bpe_model():
+    """A SentencePiece BPE model with Llama-2's settings (byte fallback, identity rules, spaces kept,
+    digits split), and a user-defined symbol, trained on the shared text: its ModelProto."""
+    spm = pytest.importorskip("sentencepiece")
+    from sentencepiece import sentencepiece_model_pb2
+
+    lines = [line for path in training_files() for line in nonempty_lines(path)]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        model_type="bpe",
+        vocab_size=3000,
+        byte_fallback=True,
+        split_digits=True,
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        allow_whitespace_only_pieces=True,
+        user_defined_symbols=["<sep>"],
+        num_threads=2,
+        minloglevel=2,
+    )
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model.getvalue())
+    return proto
+
+
+def llama2_from_sentencepiece(metaspace):
+    """The tokenizer.json `transformers` makes of a Llama-2 SentencePiece model: the pieces in id
+    order; as merges, every split of a piece into two pieces, by the piece's score (highest first),
+    then the longer left part; control and user-defined pieces as added tokens matched in raw text."""
+    tokenizers = tokenizers_module()
+    proto = sentencepiece_bpe_model()
+    vocab = {piece.piece: index for index, piece in enumerate(proto.pieces)}
+    merges = [
+        (piece.piece[:cut], piece.piece[cut:], piece.score)
+        for piece in proto.pieces
+        for cut in range(1, len(piece.piece))
+        if piece.piece[:cut] in vocab and piece.piece[cut:] in vocab
+    ]
+    merges.sort(key=lambda merge: (merge[2], len(merge[0]), len(merge[1])), reverse=True)
+    model = tokenizers.models.BPE(
+        vocab, [(left, right) for left, right, _ in merges], unk_token="<unk>", byte_fallback=True, fuse_unk=True
+    )
+    tokenizer = tokenizers.Tokenizer(model)
+    if metaspace:
+        tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace("\u2581", prepend_scheme="first", split=False)
+    else:
+        normalizers = tokenizers.normalizers
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    decoders = tokenizers.decoders
+    tokenizer.decoder = decoders.Sequence(
+        [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    unknown, control, user_defined = 2, 3, 4
+    tokenizer.add_tokens(
+        [
+            tokenizers.AddedToken(piece.piece, normalized=False, special=piece.type != user_defined)
+            for piece in proto.pieces
+            if piece.type in (unknown, control, user_defined)
+        ]
+    )
+    tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", vocab["<s>"])]
+    )
+    return tokenizer.to_str()
 
 
 @functools.cache
@@ -214,7 +301,7 @@ texts_with_tokens = st.lists(
 ).map("".join)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2"])
+@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace"])
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
 def test_random_text_matches_byte_level_and_byte_fallback_families(family, texts):
     check_identical(family, texts)
@@ -281,7 +368,9 @@ def set_path(path, value):
 
 UNSUPPORTED = [
     ("gpt2", set_path(["normalizer"], {"type": "NFKC"}), "normalizer"),
-    ("gpt2", set_path(["pre_tokenizer"], {"type": "Metaspace", "replacement": "\u2581"}), "pre_tokenizer"),
+    ("gpt2", set_path(["pre_tokenizer"], {"type": "Metaspace", "replacement": "\u2581"}), "split"),
+    ("llama2-metaspace", set_path(["pre_tokenizer", "prepend_scheme"], "sometimes"), "prepend_scheme"),
+    ("gpt2", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),
     ("gpt2", set_path(["pre_tokenizer", "use_regex"], False), "use_regex"),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
     ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
@@ -430,6 +519,7 @@ def test_config_round_trips_every_argument():
         "padding_side": "left",
         "pad_token": "<unk>",
         "normalizer": [{"type": "Prepend", "prepend": "x"}],
+        "pre_tokenizer": [{"type": "Metaspace", "replacement": "_", "prepend_scheme": "always", "split": False}],
         "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": False},
         "dtype": "string",
         "name": "tokens",

@@ -40,7 +40,8 @@ class TokenizerFile:
     `model` is "WordPiece" or "BPE"; `vocabulary` the model's tokens in id order, `merges` its merges
     (BPE), `options` the keyword arguments of the layer (`WordPieceLayer` or `BPELayer`) that does
     the model's work. `tokens` is the whole id space (the vocabulary, with added tokens at their ids).
-    `normalizer` lists string steps (`Prepend`, `Replace`) run on the text before the model's layer.
+    `normalizer` lists string steps (`Prepend`, `Replace`) run on the text before the model's layer,
+    `pre_tokenizer` those of a `Metaspace` that does not split (see `components.metaspace`).
     `start_ids`/`end_ids` frame every encoding (the post-processor); `max_length` and
     `truncation_side` truncate it, and `padding` (a dict or None) pads it.
     """
@@ -51,6 +52,7 @@ class TokenizerFile:
     options: dict
     tokens: list
     normalizer: list
+    pre_tokenizer: list
     added_tokens: tuple
     start_ids: tuple
     end_ids: tuple
@@ -95,12 +97,13 @@ def read_tokenizer_json(path_or_json):
     kind = model.get(
         "type", "BPE" if "merges" in model else "WordPiece" if "continuing_subword_prefix" in model else None
     )
-    normalizer = []
+    normalizer, pre_tokenizer = [], []
     if kind == "WordPiece":
         vocabulary, merges, options = components.wordpiece(config, model)
     elif kind == "BPE":
         vocabulary, merges, options = components.bpe(config, model)
         normalizer = components.string_normalizers(config.get("normalizer"))
+        pre_tokenizer = components.metaspace(config.get("pre_tokenizer")) or []
     else:
         raise unsupported("model", model)
     added = _added_tokens(config, len(vocabulary))
@@ -126,6 +129,7 @@ def read_tokenizer_json(path_or_json):
         options,
         tokens,
         normalizer,
+        pre_tokenizer,
         tuple(added),
         start_ids,
         end_ids,

@@ -16,6 +16,10 @@ SPLIT_PATTERNS = {
     "qwen2": _CONTRACTIONS_ANY_CASE + "\\p{N}" + _CL100K_TAIL,
 }
 
+# Where Metaspace puts its replacement character in front of a piece of text: before every piece,
+# before the text's first piece only (not after an added token that starts it), or nowhere.
+PREPEND_SCHEMES = ("always", "first", "never")
+
 # What each component may be, for the messages.
 SUPPORTED = {
     "model": ("WordPiece", "BPE"),
@@ -26,6 +30,7 @@ SUPPORTED = {
     "pre_tokenizer": (
         "BertPreTokenizer (with WordPiece)",
         "ByteLevel with use_regex (with BPE)",
+        "Metaspace with split false, none (with character BPE)",
         "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
     ),
     "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
@@ -117,7 +122,8 @@ def bpe(config, model):
         if model.get(key) not in (None, ""):
             setting("BPE", model, key, None, None)
     unknown = field("model", model, "unk_token", (str, None), None)
-    if config.get("pre_tokenizer") is None:  # SentencePiece-style: the text is one word of characters
+    if metaspace(config.get("pre_tokenizer")) is not None or config.get("pre_tokenizer") is None:
+        # SentencePiece-style: the text is one word of characters
         pattern, add_prefix_space, byte_level = None, False, False
     else:
         (pattern, add_prefix_space), byte_level = _byte_level_pre_tokenizer(config["pre_tokenizer"]), True
@@ -155,6 +161,24 @@ def string_normalizers(normalizer):
         content = field("Replace", normalizer, "content", (str,))
         return [{"type": "Replace", "pattern": {"String": pattern["String"]}, "content": content}]
     raise unsupported("normalizer", normalizer)
+
+
+def metaspace(pre_tokenizer):
+    """The steps of a `Metaspace` pre-tokenizer that does not split (`[{"type": "Metaspace",
+    "replacement", "prepend_scheme", "split": False}]`), or None for another pre-tokenizer. With `split`, it would
+    cut words before each replacement character: refused by name."""
+    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Metaspace":
+        return None
+    replacement = field("Metaspace", pre_tokenizer, "replacement", (str,))
+    if len(replacement) != 1:
+        raise ValueError(f"tokenizer.json: Metaspace replacement {replacement!r} is not one character.")
+    setting("Metaspace", pre_tokenizer, "split", False, True)
+    scheme = field("Metaspace", pre_tokenizer, "prepend_scheme", (str,), "always")
+    if scheme not in PREPEND_SCHEMES:
+        raise ValueError(
+            f"tokenizer.json: Metaspace prepend_scheme {scheme!r} is not one of {', '.join(PREPEND_SCHEMES)}."
+        )
+    return [{"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme, "split": False}]
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):

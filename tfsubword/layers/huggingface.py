@@ -89,6 +89,7 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
         padding_side=padding["side"],
         pad_token=spec.tokens[padding["pad_id"]],
         normalizer=spec.normalizer,
+        pre_tokenizer=spec.pre_tokenizer,
         decoder=spec.decoder,
     )
 
@@ -119,6 +120,8 @@ class HuggingFaceTokenizer(TokenizerLayer):
         pad_token: str. Its id pads. Defaults to the token with id 0.
         normalizer: list of the file's string normalizers (`Prepend`, `Replace` of a string; their JSON
             objects), run in order on the text between added tokens before `tokenizer`.
+        pre_tokenizer: the file's `Metaspace` pre-tokenizer that does not split (its JSON object in a
+            list), run on each piece between added tokens after the normalizer; `[]` for none.
         decoder: the file's decoder (its JSON object), which `detokenize` follows (see `layers.decoders`).
         dtype: an integer dtype, or "string". Defaults to "int32".
     """
@@ -140,6 +143,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         padding_side="right",
         pad_token=None,
         normalizer=(),
+        pre_tokenizer=(),
         decoder=None,
         dtype="int32",
         **kwargs,
@@ -161,6 +165,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self.pad_to_multiple_of = checks.integer("pad_to_multiple_of", pad_to_multiple_of, optional=True)
         self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
         self.normalizer = components.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
+        pre_tokenizer = list(pre_tokenizer)
+        self.pre_tokenizer = components.metaspace(pre_tokenizer[0]) if pre_tokenizer else []
+        if len(pre_tokenizer) > 1 or (pre_tokenizer and not self.pre_tokenizer):
+            raise checks.invalid("pre_tokenizer", pre_tokenizer, "[] or [a Metaspace pre-tokenizer]")
         self.decoder = decoder
         if pad_token is None:
             pad_token = vocabulary[0] if isinstance(vocabulary, list) and vocabulary else "[PAD]"
@@ -197,7 +205,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
     def _tokenize_strings(self, strings):
         raw = self._splitters[0]
         ids = (
-            self._between_raw_tokens(strings)
+            self._between_raw_tokens(strings, tf.ones(tf.shape(strings), tf.bool))
             if raw is None
             else tokenize_around(strings, raw, self._between_raw_tokens)
         )
@@ -210,14 +218,28 @@ class HuggingFaceTokenizer(TokenizerLayer):
             ids = _framed(ids, self.start_ids, self.end_ids)
         return ids
 
-    def _between_raw_tokens(self, texts):
+    def _between_raw_tokens(self, texts, first):
         """The ids of text between tokens matched in raw text, as Hugging Face makes them: normalized,
-        cut at the tokens matched in normalized text, the rest through the model's layer."""
+        cut at the tokens matched in normalized text, the rest pre-tokenized and through the model's
+        layer. `first`: whether each text starts its original text."""
         texts = self._normalize(texts)
         normalized = self._splitters[1]
         if normalized is None:
-            return self.tokenizer.tokenize(texts)
-        return tokenize_around(texts, normalized, self.tokenizer.tokenize)
+            return self._model_ids(texts, first)
+        return tokenize_around(texts, normalized, self._model_ids, first)
+
+    def _model_ids(self, texts, first):
+        for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
+            replacement = step["replacement"]
+            texts = tf.strings.regex_replace(texts, " ", decoders.rewrite(replacement))
+            if step["prepend_scheme"] != "never":
+                bare = (tf.strings.length(texts) > 0) & (
+                    tf.strings.substr(texts, 0, len(replacement.encode())) != replacement
+                )
+                if step["prepend_scheme"] == "first":
+                    bare &= first
+                texts = tf.where(bare, tf.strings.join([replacement, texts]), texts)
+        return self.tokenizer.tokenize(texts)
 
     def _normalize(self, texts):
         """The string steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
@@ -275,6 +297,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
                 "pad_to_multiple_of": self.pad_to_multiple_of,
                 "padding_side": self.padding_side,
                 "normalizer": self.normalizer,
+                "pre_tokenizer": self.pre_tokenizer,
                 "decoder": self.decoder,
             }
         )

@@ -63,15 +63,22 @@ class AddedTokens(tf.Module):
         return flat, tf.cast(pieces.row_splits, tf.int64), tf.where(is_token, ids, -1)
 
 
-def tokenize_around(texts, splitter, tokenize):
+def tokenize_around(texts, splitter, tokenize, first=None):
     """The ids of each of the `[n]` strings: added tokens (`splitter`, an `AddedTokens`) found and
-    given their ids, the text between them through `tokenize` (strings -> ragged ids), in order."""
+    given their ids, the text between them through `tokenize(pieces, first)` (strings -> ragged ids;
+    `first`: bool, whether each piece starts its text, and the text is `first`), in order. `first`:
+    bool `[n]`, whether each text starts where its original text starts (None: all do)."""
+    first = tf.ones(tf.shape(texts), tf.bool) if first is None else first
 
     def with_added_tokens():
         pieces, piece_splits, token_ids = splitter.split(splitter.valid_text(texts))
         is_text = token_ids < 0
-        between = tokenize(ops.take(pieces, ops.indices_where(is_text)))
+        rows = ops.row_ids(piece_splits)
+        starts = tf.range(tf.size(pieces, out_type=tf.int64)) == ops.take(piece_splits, rows)
+        between = ops.indices_where(is_text)
+        pieces_first = ops.take(starts & ops.take(first, rows), between)
+        between = tokenize(ops.take(pieces, between), pieces_first)
         values, splits = ops.substitute_rows(token_ids, is_text, tf.cast(between.values, tf.int32), between.row_splits)
         return tf.RaggedTensor.from_row_splits(values, ops.take(splits, piece_splits), validate=False)
 
-    return ops.rare_cond(splitter.found_in(texts), with_added_tokens, lambda: tf.cast(tokenize(texts), tf.int32))
+    return ops.rare_cond(splitter.found_in(texts), with_added_tokens, lambda: tf.cast(tokenize(texts, first), tf.int32))
