@@ -243,6 +243,16 @@ def test_higher_score_merges_first_by_hand():
     assert _pieces_of(model, "a  a") == ["\u2581a", "\u2581\u2581", "a"]
 
 
+def test_pieces_across_spaces_by_hand():
+    """ "a▁b" is a piece, so the text is merged whole, not unit by unit: "a b" is one piece."""
+    pieces = [(c, -1.0, NORMAL) for c in "\u2581ab"] + [("a\u2581", -2.0, NORMAL), ("a\u2581b", -3.0, NORMAL)]
+    model = _model(pieces)
+    assert _pieces_of(model, "a b") == ["a\u2581b"]
+    assert _pieces_of(model, "b a a") == ["b", "\u2581", "a\u2581", "a"]
+    processor = spm_module().SentencePieceProcessor(model_proto=model)
+    assert processor.encode(["a b", "b a a"], out_type=str) == [["a\u2581b"], ["b", "\u2581", "a\u2581", "a"]]
+
+
 def test_unused_pieces_are_split_back_by_hand():
     """ "ab" is unused: alone it comes out as a, b; inside "abb" it is merged on."""
     model = _model([(c, -1.0, NORMAL) for c in "ab"] + [("ab", -2.0, UNUSED), ("abb", -3.0, NORMAL)])

@@ -109,6 +109,8 @@ class BytePairEncoding(tf.Module):
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)
         self._merges = Merges(ranks, size)
+        if not byte_level:  # with `ignore_merges`, a whole word may be any token
+            self._cuts = Cuts(tokens if ignore_merges else [left + right for left, right in merges])
         self._byte_fallback = byte_fallback and not byte_level
         if self._byte_fallback:
             missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
@@ -120,6 +122,19 @@ class BytePairEncoding(tf.Module):
         else:
             code_points = sorted(initial)
             self._initial = tables.hash_table(code_points, [initial[c] for c in code_points], -1, tf.int64, tf.int64)
+
+    def units(self, texts):
+        """`[n]` texts of characters (not byte-level) -> ragged `[n, (units)]`: each cut where no
+        merge crosses (`Cuts`), so that the units, segmented as words, give the text's tokens.
+        Invalid UTF-8 reads as U+FFFD, as `segment` reads it."""
+        code_points, splits = ops.decode_utf8(texts)
+        rows = ops.row_ids(splits)
+        size = tf.size(code_points, out_type=tf.int64)
+        starts = (tf.range(size) == ops.take(splits, rows)) | self._cuts.apart(code_points)
+        unit_starts = ops.indices_where(starts)
+        units = ops.encode_utf8(code_points, tf.concat([unit_starts, [size]], axis=0))
+        line_splits = ops.splits_from_row_ids(ops.take(rows, unit_starts), tf.size(texts, out_type=tf.int64))
+        return tf.RaggedTensor.from_row_splits(units, line_splits, validate=False)
 
     def segment(self, words):
         """`[k]` words (UTF-8) -> their tokens: (ids int32, row splits int64), one row per word."""
@@ -182,6 +197,27 @@ class BytePairEncoding(tf.Module):
         symbols, char_splits = ops.substitute_rows(symbols, unknown, ops.take(self._byte_ids, units), splits)
         of_character = ops.row_ids(char_splits)
         return symbols, ops.take(rows, of_character), of_character
+
+
+class Cuts(tf.Module):
+    """Where text of characters can be cut without changing its merges: between two characters that
+    no token a merge makes (`made`, strings) holds side by side, since no merge crosses there."""
+
+    def __init__(self, made, name=None):
+        super().__init__(name=name)
+        pairs = sorted({_pair_key(ord(t[i - 1]), ord(t[i])) for t in made for i in range(1, len(t))})
+        self._pairs = tables.hash_table(pairs, [1] * len(pairs), 0, tf.int64, tf.int32)
+
+    def apart(self, code_points):
+        """Whether each of the code points (int32) may be cut from the one before it (the first: from
+        a NUL character, so texts should start a cut of their own)."""
+        values = tf.cast(code_points, tf.int64)
+        return self._pairs.lookup(_pair_key(tf.concat([[0], values[:-1]], axis=0), values)) == 0
+
+
+def _pair_key(first, second):
+    """Two code points (ints or int64 tensors) side by side as one int64 key: 21 bits each suffice."""
+    return first * (1 << 21) + second
 
 
 class Merges(tf.Module):

@@ -6,7 +6,9 @@ concatenation is a piece of highest score merges, the leftmost among equal score
 makes a piece. A piece of type unused that comes out is split back into the pair that made it.
 
 That is `segment.bpe`'s merge loop with each pair ranked by the score of the piece it makes (equal
-scores, equal ranks), run on rows that end at each user-defined symbol. Unknown characters come out one
+scores, equal ranks). Merges in one place do not change those in another, so the texts are cut
+where no merge can cross (`bpe.Cuts`) and at each user-defined symbol, and each distinct unit is
+merged once. Unknown characters come out one
 per character, for `unknowns.finish` (and the offsets) to treat as SentencePiece does.
 """
 
@@ -14,10 +16,12 @@ import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
-from tfsubword import tables, trie
+from tfsubword import tables, trie, words
 from tfsubword.files import sentencepiece_model as spm_model
 from tfsubword.segment import bpe, unknowns
 
+# The key prefix of user-defined symbols among the units (`_by_units`): a byte UTF-8 never holds.
+_FROZEN = b"\xff"
 # The piece types that text is merged into (SentencePiece's `pieces_`); the others are looked up only.
 _MERGED_KINDS = (spm_model.NORMAL, spm_model.USER_DEFINED, spm_model.UNUSED)
 
@@ -67,21 +71,19 @@ class SentencePieceBPE(tf.Module):
         piece_chars[self._unknown_id] = 1
         self.piece_chars = tables.constant(piece_chars, tf.int64)
         self.byte_ids = None if byte_ids is None else tables.constant(byte_ids, tf.int32, shape=[256])
+        # Texts are merged unit by unit (`_units`): each distinct one once, or looked up whole.
+        self._cuts = bpe.Cuts([texts[index] for index in makes])
+        keys, ids = [_FROZEN + str(i).encode() for _, i in user_defined], [i for _, i in user_defined]
+        for piece, index in merged.items():
+            if bpe.merge_word([single[c] for c in piece], ranks) == [index]:
+                keys.append(piece.encode("utf-8"))
+                ids.append(index)
+        self._whole_units = tables.hash_table(keys, ids, -1, tf.string, tf.int32)
 
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points int32, row splits int64) -> (ids int32, row splits int64).
         Without `merge`, each unknown character stays an unknown piece of its own."""
-        symbols = self._initial.lookup(tf.cast(code_points, tf.int64))
-        symbols = tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
-        number_of_texts = tf.size(splits, out_type=tf.int64) - 1
-        if self._user_defined is None:
-            ids, id_splits = self._merges.merge(symbols, ops.row_ids(splits), number_of_texts)
-        else:
-            ids, id_splits = ops.rare_cond(
-                tf.reduce_any(self._user_firsts.lookup(tf.cast(code_points, tf.int64)) > 0),
-                lambda: self._merge_around_user_defined(code_points, splits, symbols),
-                lambda: self._merges.merge(symbols, ops.row_ids(splits), number_of_texts),
-            )
+        ids, id_splits = self._units(code_points, splits)
         if self._expansions is not None:
             ids, piece_splits = ops.gather_rows(self._expansion_values, self._expansion_splits, ids)
             id_splits = ops.take(piece_splits, id_splits)
@@ -91,9 +93,17 @@ class SentencePieceBPE(tf.Module):
             )
         return ids, id_splits
 
-    def _merge_around_user_defined(self, code_points, splits, symbols):
-        """The merge loop with each user-defined symbol found in the text (the longest at each
-        position, left to right, as SentencePiece's prefix matcher) as a row of its own."""
+    def _symbols(self, code_points):
+        symbols = self._initial.lookup(tf.cast(code_points, tf.int64))
+        return tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
+
+    def _any_user_defined(self, code_points):
+        return tf.reduce_any(self._user_firsts.lookup(tf.cast(code_points, tf.int64)) > 0)
+
+    def _user_defined_symbols(self, code_points, splits):
+        """The user-defined pieces in the texts, the longest at each position, left to right (as
+        SentencePiece's prefix matcher finds them): the positions that start a symbol (int64, the
+        others are inside a user-defined one) and, for each, the user-defined piece's id or -1."""
         size = tf.size(code_points)
         positions = tf.range(size)
         rows = ops.row_ids(splits)
@@ -101,23 +111,50 @@ class SentencePieceBPE(tf.Module):
         line_first = positions == tf.cast(ops.take(splits[:-1], rows), tf.int32)
         roots = tf.where(self._user_firsts.lookup(tf.cast(code_points, tf.int64)) > 0, 0, -1)
         ends, found = self._user_defined.longest_matches(code_points, roots, line_ends)
-        user = ends >= 0
-        jumps = tf.where(user, ends, positions + 1)
+        jumps = tf.where(ends >= 0, ends, positions + 1)
         jumps = tf.where(jumps >= line_ends, size, jumps)
         longest_line = tf.reduce_max(tf.concat([[0], splits[1:] - splits[:-1]], axis=0))
-        on_path = trie.greedy_path(jumps, line_first, longest_line)
-        kept = ops.indices_where(on_path)
-        frozen = ops.take(user, kept)
-        symbols = tf.where(frozen, tf.cast(ops.take(found, kept), tf.int64), ops.take(symbols, kept))
-        # A row starts at each text's start, at each user-defined symbol and after one.
-        after_frozen = tf.concat([[False], frozen[:-1]], axis=0)
-        starts_row = ops.take(line_first, kept) | frozen | after_frozen
+        kept = ops.indices_where(trie.greedy_path(jumps, line_first, longest_line))
+        return kept, ops.take(found, kept)
+
+    def _rows_around(self, kept, frozen, splits, starts_unit):
+        """Rows of the `kept` symbols (of texts `splits`) that start at each text's start, at each
+        user-defined symbol (`frozen` >= 0), after it, and where `starts_unit` (bool per kept
+        symbol): (where each row starts among the kept symbols, the splits grouping rows into texts)."""
+        rows = ops.row_ids(splits)
+        line_first = ops.take(tf.range(tf.size(rows, out_type=tf.int64)) == ops.take(splits, rows), kept)
+        is_frozen = frozen >= 0
+        starts_row = line_first | is_frozen | tf.concat([[False], is_frozen[:-1]], axis=0) | starts_unit
         row_starts = ops.indices_where(starts_row)
-        number_of_rows = tf.size(row_starts, out_type=tf.int64)
-        ids, row_splits = self._merges.merge(symbols, tf.cumsum(tf.cast(starts_row, tf.int64)) - 1, number_of_rows)
-        text_of_row = ops.take(rows, ops.take(kept, row_starts))
-        rows_of_texts = ops.splits_from_row_ids(text_of_row, tf.size(splits, out_type=tf.int64) - 1)
-        return ids, ops.take(row_splits, rows_of_texts)
+        text_of_row = ops.take(ops.take(rows, kept), row_starts)
+        return row_starts, ops.splits_from_row_ids(text_of_row, tf.size(splits, out_type=tf.int64) - 1)
+
+    def _units(self, code_points, splits):
+        """Texts cut into units between two characters that no piece made by a merge holds side by
+        side (no merge crosses there: "x▁" is rarely a piece, so words part at their spaces, and
+        text without spaces at many places) and around the user-defined symbols; each distinct unit
+        is merged once, or looked up whole."""
+        size = tf.size(code_points, out_type=tf.int64)
+        if self._user_defined is None:
+            kept, frozen = tf.range(size), -tf.ones([size], tf.int32)
+        else:
+            kept, frozen = ops.rare_cond(
+                self._any_user_defined(code_points),
+                lambda: self._user_defined_symbols(code_points, splits),
+                lambda: (tf.range(size), -tf.ones([size], tf.int32)),
+            )
+        values = ops.take(code_points, kept)
+        row_starts, rows_of_texts = self._rows_around(kept, frozen, splits, self._cuts.apart(values))
+        units = ops.encode_utf8(values, tf.concat([row_starts, [tf.size(kept, out_type=tf.int64)]], axis=0))
+        # A user-defined symbol's unit is looked up by its id, under a key no text can be (0xFF).
+        starts_frozen = ops.take(frozen, row_starts)
+        by_id = tf.strings.join([_FROZEN, tf.strings.as_string(starts_frozen)])
+        units = tf.where(starts_frozen >= 0, by_id, units)
+        return words.encode(units, rows_of_texts, self._segment_units, self._whole_units)
+
+    def _segment_units(self, units):
+        code_points, splits = ops.decode_utf8(units)
+        return self._merges.merge(self._symbols(code_points), ops.row_ids(splits), tf.size(units, tf.int64))
 
 
 def _pairs_making(merged, single):
