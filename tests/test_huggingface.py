@@ -9,7 +9,6 @@ Llama-2 files are converted from a SentencePiece BPE model, as `transformers` co
 """
 
 import functools
-import io
 import json
 
 import pytest
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
+from tests.test_sentencepiece_layer import trained_model
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
 FAMILIES = (
@@ -153,31 +153,13 @@ def family_json(family):
     raise AssertionError(family)
 
 
-@functools.cache
 def sentencepiece_bpe_model():
-    """A SentencePiece BPE model with Llama-2's settings (byte fallback, identity rules, spaces kept,
-    digits split), and a user-defined symbol, trained on the shared text: its ModelProto."""
-    spm = pytest.importorskip("sentencepiece")
+    """The ModelProto of a SentencePiece BPE model with Llama-2's settings (byte fallback, identity
+    rules, spaces kept, digits split) and a user-defined symbol, trained on shared text."""
     from sentencepiece import sentencepiece_model_pb2
 
-    lines = [line for path in training_files() for line in nonempty_lines(path)]
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),
-        model_writer=model,
-        model_type="bpe",
-        vocab_size=3000,
-        byte_fallback=True,
-        split_digits=True,
-        normalization_rule_name="identity",
-        remove_extra_whitespaces=False,
-        allow_whitespace_only_pieces=True,
-        user_defined_symbols=["<sep>"],
-        num_threads=2,
-        minloglevel=2,
-    )
     proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(model.getvalue())
+    proto.ParseFromString(trained_model("llama2_converted"))
     return proto
 
 
