@@ -170,3 +170,31 @@ def test_offsets_by_hand():
     layer = BPELayer(["a", "\u0120", "\u0120a"], [("\u0120", "a")], add_prefix_space=True)
     ids, begins, ends = (t.to_list() for t in layer.tokenize_with_offsets(["a a", ""]))
     assert (ids, begins, ends) == ([[2, 2], []], [[0, 1], []], [[1, 3], []])
+
+
+def test_ignore_merges_keeps_texts_whole_by_hand():
+    """With `ignore_merges` only a whole text that is a token stands whole: "▁a" is a token, but in
+    "▁ab▁a" it is merged as the rest is ("▁", "a": no merge makes "▁a"), as Hugging Face does."""
+    vocabulary, merges = ["\u2581", "a", "b", "\u2581a", "ab"], [("a", "b")]
+    layer = BPELayer(vocabulary, merges, byte_level=False, pattern=None, ignore_merges=True)
+    assert layer(["\u2581ab\u2581a", "\u2581a"]).to_list() == [[0, 4, 0, 1], [3]]
+    tokenizers = tokenizers_module()
+    reference = tokenizers.Tokenizer(
+        tokenizers.models.BPE({t: i for i, t in enumerate(vocabulary)}, merges, ignore_merges=True)
+    )
+    assert [e.ids for e in reference.encode_batch(["\u2581ab\u2581a", "\u2581a"])] == [[0, 4, 0, 1], [3]]
+
+
+def test_merges_of_byte_tokens_across_characters_by_hand():
+    """A merge of two byte tokens may join the bytes of two characters: "☃☃" is E2 98 83 E2 98 83,
+    and <0x83> + <0xE2> merges across them, as Hugging Face merges it."""
+    vocabulary = ["\u2581", "a"] + [f"<0x{b:02X}>" for b in range(256)] + ["<0x83><0xE2>"]
+    merges = [("<0x83>", "<0xE2>")]
+    layer = BPELayer(vocabulary, merges, byte_level=False, pattern=None, byte_fallback=True)
+    tokenizers = tokenizers_module()
+    reference = tokenizers.Tokenizer(
+        tokenizers.models.BPE({t: i for i, t in enumerate(vocabulary)}, merges, byte_fallback=True)
+    )
+    text = "a\u2603\u2603a"
+    assert layer([text]).to_list() == [reference.encode(text).ids]
+    assert len(vocabulary) - 1 in reference.encode(text).ids

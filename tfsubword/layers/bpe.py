@@ -203,8 +203,8 @@ class BPELayer(TokenizerLayer):
         if self.add_prefix_space:
             prefixed = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
             strings = tf.where(prefixed, tf.strings.join([" ", strings]), strings)
-        if self.pattern is None:  # one word, in units where no merge crosses (characters only)
-            if not self.byte_level:
+        if self.pattern is None:  # one word, in units where no merge crosses when that is allowed
+            if self._segmenter.cuts is not None:
                 return self._segmenter.units(strings), prefixed
             return tf.RaggedTensor.from_uniform_row_length(strings, 1), prefixed
         return byte_level_lib.split_words(strings, self.pattern), prefixed

@@ -109,8 +109,14 @@ class BytePairEncoding(tf.Module):
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)
         self._merges = Merges(ranks, size)
-        if not byte_level:  # with `ignore_merges`, a whole word may be any token
-            self._cuts = Cuts(tokens if ignore_merges else [left + right for left, right in merges])
+        # Units are cut by the characters merged tokens spell: not with `ignore_merges` (a word that
+        # is a token stands whole), nor when a merge takes the unknown or a byte token, which stand
+        # for characters they do not spell.
+        stand_ins = {f"<0x{b:02X}>" for b in range(256)} if byte_fallback else set()
+        stand_ins |= {tokens[unknown_id]} if unknown_id >= 0 else set()
+        spelled = not any(left in stand_ins or right in stand_ins for left, right in merges)
+        cut = not byte_level and not ignore_merges and spelled
+        self.cuts = Cuts([left + right for left, right in merges]) if cut else None
         self._byte_fallback = byte_fallback and not byte_level
         if self._byte_fallback:
             missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
@@ -124,13 +130,13 @@ class BytePairEncoding(tf.Module):
             self._initial = tables.hash_table(code_points, [initial[c] for c in code_points], -1, tf.int64, tf.int64)
 
     def units(self, texts):
-        """`[n]` texts of characters (not byte-level) -> ragged `[n, (units)]`: each cut where no
-        merge crosses (`Cuts`), so that the units, segmented as words, give the text's tokens.
+        """`[n]` texts of characters -> ragged `[n, (units)]`: each cut where no merge crosses
+        (`Cuts`), so that the units, segmented as words, give the text's tokens. Only when `cuts`.
         Invalid UTF-8 reads as U+FFFD, as `segment` reads it."""
         code_points, splits = ops.decode_utf8(texts)
         rows = ops.row_ids(splits)
         size = tf.size(code_points, out_type=tf.int64)
-        starts = (tf.range(size) == ops.take(splits, rows)) | self._cuts.apart(code_points)
+        starts = (tf.range(size) == ops.take(splits, rows)) | self.cuts.apart(code_points)
         unit_starts = ops.indices_where(starts)
         units = ops.encode_utf8(code_points, tf.concat([unit_starts, [size]], axis=0))
         line_splits = ops.splits_from_row_ids(ops.take(rows, unit_starts), tf.size(texts, out_type=tf.int64))
