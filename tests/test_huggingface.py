@@ -4,8 +4,9 @@ The files are built here from the shared text (no network): BERT uncased is the 
 `tokenizer.json`; BERT cased, GPT-2, RoBERTa, Llama-3, Qwen2 and Llama-2 files are trained by
 `tokenizers` with those families' components, and one adds tokens of both kinds to GPT-2's. Two more
 Llama-2 files are converted from a SentencePiece BPE model, as `transformers` converts Llama-2's
-(`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). Ids must equal
-`Tokenizer.encode(...).ids` exactly.
+(`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). T5's pipeline (`Precompiled`,
+`Strip`, a regex `Replace`, a splitting `Metaspace`, `Unigram`) is converted from a SentencePiece unigram
+model. Ids must equal `Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from tests import contract
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
 from tests.test_sentencepiece_layer import trained_model
+from tests.test_unigram import trained_model as trained_unigram_model
 from tfsubword import HuggingFaceTokenizer, from_huggingface
 
 FAMILIES = (
@@ -32,6 +34,7 @@ FAMILIES = (
     "llama2",
     "llama2-sentencepiece",
     "llama2-metaspace",
+    "t5",
 )
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -142,6 +145,8 @@ def family_json(family):
         return json.dumps(config)
     if family.startswith("llama2-"):
         return llama2_from_sentencepiece(metaspace=family == "llama2-metaspace")
+    if family == "t5":
+        return t5_file()
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -200,6 +205,38 @@ def llama2_from_sentencepiece(metaspace):
     )
     tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
         single="<s> $A", special_tokens=[("<s>", vocab["<s>"])]
+    )
+    return tokenizer.to_str()
+
+
+def t5_file():
+    """A T5-style tokenizer.json, as `transformers` converts T5's SentencePiece model: its pieces and
+    scores, then 10 `<extra_id_N>` pieces (score 0, added tokens, as control pieces are);
+    `Precompiled` with the model's character map, `Strip` on the right, runs of spaces to one `▁`;
+    `Metaspace` splitting words; `$A </s>`."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    tokenizers = tokenizers_module()
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(trained_unigram_model("rare_characters"))
+    extra = [f"<extra_id_{i}>" for i in range(9, -1, -1)]
+    vocab = [(piece.piece, piece.score) for piece in proto.pieces] + [(token, 0.0) for token in extra]
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.Unigram(vocab, unk_id=proto.trainer_spec.unk_id))
+    normalizers = tokenizers.normalizers
+    tokenizer.normalizer = normalizers.Sequence(
+        [
+            normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap),
+            normalizers.Strip(left=False, right=True),
+            normalizers.Replace(tokenizers.Regex(" {2,}"), "\u2581"),
+        ]
+    )
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace("\u2581", prepend_scheme="always")
+    tokenizer.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
+    specials = [piece.piece for piece in proto.pieces if piece.type == 3] + extra
+    tokenizer.add_special_tokens([tokenizers.AddedToken(token, normalized=False, special=True) for token in specials])
+    end = tokenizer.token_to_id("</s>")
+    tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single=["$A", "</s>"], pair=["$A", "</s>", "$B", "</s>"], special_tokens=[("</s>", end)]
     )
     return tokenizer.to_str()
 
@@ -283,9 +320,9 @@ texts_with_tokens = st.lists(
 ).map("".join)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace"])
+@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace", "t5"])
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
-def test_random_text_matches_byte_level_and_byte_fallback_families(family, texts):
+def test_random_text_matches_byte_level_byte_fallback_and_unigram_families(family, texts):
     check_identical(family, texts)
 
 
@@ -360,6 +397,12 @@ UNSUPPORTED = [
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "behavior"], "Removed"), "behavior"),
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 1, "add_prefix_space"], True), "add_prefix_space"),
     ("gpt2", set_path(["model", "type"], "Unigram"), "model"),
+    ("t5", set_path(["model", "byte_fallback"], True), "byte_fallback"),
+    ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\s{2,}"}), "Replace regex"),
+    ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "^ +"}), "Replace regex"),
+    ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " *"}), "match nothing"),
+    ("t5", set_path(["normalizer", "normalizers", 1], {"type": "NFKD"}), "normalizer"),
+    ("t5", set_path(["pre_tokenizer"], {"type": "WhitespaceSplit"}), "pre_tokenizer"),
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),
     ("bert-cased", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),
@@ -430,6 +473,28 @@ CORRUPT = [
     ("pad id out", set_path(["padding"], {"strategy": "BatchLongest", "pad_id": 10**9}), "pad_id"),
     ("fixed padding below truncation", set_path(["padding"], {"strategy": {"Fixed": 4}}), "sequence_length"),
 ]
+
+
+CORRUPT_UNIGRAM = [
+    ("vocab not pairs", set_path(["model", "vocab"], [["a", 0.0], ["b"]]), "pairs"),
+    ("score not a number", set_path(["model", "vocab"], [["a", "0"]]), "pairs"),
+    ("a piece twice", set_path(["model", "vocab"], [["<unk>", 0.0], ["a", -1.0], ["a", -2.0]]), "twice"),
+    ("score too large", set_path(["model", "vocab", 5, 1], 1e308), "finite"),
+    ("no unknown id", set_path(["model", "unk_id"], None), "unk_id"),
+    ("unknown id out", set_path(["model", "unk_id"], 10**6), "unk_id"),
+    ("charsmap not base64", set_path(["normalizer", "normalizers", 0, "precompiled_charsmap"], "@@"), "charsmap"),
+    (
+        "charsmap truncated",
+        set_path(["normalizer", "normalizers", 0, "precompiled_charsmap"], "AAEAAA=="),
+        "charsmap",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, change, named", CORRUPT_UNIGRAM, ids=[case[0] for case in CORRUPT_UNIGRAM])
+def test_corrupt_unigram_files_give_value_errors(name, change, named):
+    with pytest.raises(ValueError, match=named):
+        from_huggingface(edited("t5", change))
 
 
 @pytest.mark.parametrize("name, change, named", CORRUPT, ids=[case[0] for case in CORRUPT])

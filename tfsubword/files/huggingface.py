@@ -37,11 +37,12 @@ class AddedToken:
 class TokenizerFile:
     """What a `tokenizer.json` asks for, as tfsubword arguments.
 
-    `model` is "WordPiece" or "BPE"; `vocabulary` the model's tokens in id order, `merges` its merges
-    (BPE), `options` the keyword arguments of the layer (`WordPieceLayer` or `BPELayer`) that does
-    the model's work. `tokens` is the whole id space (the vocabulary, with added tokens at their ids).
-    `normalizer` lists string steps (`Prepend`, `Replace`) run on the text before the model's layer,
-    `pre_tokenizer` those of a `Metaspace` that does not split (see `components.metaspace`).
+    `model` is "WordPiece", "BPE" or "Unigram"; `vocabulary` the model's tokens in id order, `merges` its
+    merges (BPE), `options` the keyword arguments of the layer (`WordPieceLayer`, `BPELayer` or
+    `HuggingFaceUnigram`) that does the model's work. `tokens` is the whole id space (the vocabulary,
+    with added tokens at their ids). `normalizer` lists string steps (see `components.string_normalizers`)
+    run on the text before the model's layer, `pre_tokenizer` those of a `Metaspace` (see
+    `components.metaspace`).
     `start_ids`/`end_ids` frame every encoding (the post-processor); `max_length` and
     `truncation_side` truncate it, and `padding` (a dict or None) pads it.
     """
@@ -104,6 +105,10 @@ def read_tokenizer_json(path_or_json):
         vocabulary, merges, options = components.bpe(config, model)
         normalizer = components.string_normalizers(config.get("normalizer"))
         pre_tokenizer = components.metaspace(config.get("pre_tokenizer")) or []
+    elif kind == "Unigram":
+        vocabulary, merges, options = components.unigram(config, model)
+        normalizer = components.string_normalizers(config.get("normalizer"))
+        pre_tokenizer = components.metaspace(config.get("pre_tokenizer"), split=True) or []
     else:
         raise unsupported("model", model)
     added = _added_tokens(config, len(vocabulary))

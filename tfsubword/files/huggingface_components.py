@@ -5,7 +5,11 @@ reproduce. The checked reads of JSON fields (`field`, `setting`) serve `files.hu
 No TensorFlow here.
 """
 
+import base64
+import binascii
 import json
+
+from tfsubword.files import sentencepiece_model as spm_model
 
 # The regular expressions of the `Split` pre-tokenizers reproduced (`text.byte_level`), by name.
 _CONTRACTIONS_ANY_CASE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
@@ -22,15 +26,17 @@ PREPEND_SCHEMES = ("always", "first", "never")
 
 # What each component may be, for the messages.
 SUPPORTED = {
-    "model": ("WordPiece", "BPE"),
+    "model": ("WordPiece", "BPE", "Unigram"),
     "normalizer": (
         "BertNormalizer (with WordPiece)",
-        "Prepend, Replace of a string, Sequence of them, none (with BPE)",
+        "Precompiled, Prepend, Replace of a string or of a plain regex, Strip, Sequence of them, none (with BPE or "
+        "Unigram)",
     ),
     "pre_tokenizer": (
         "BertPreTokenizer (with WordPiece)",
         "ByteLevel with use_regex (with BPE)",
         "Metaspace with split false, none (with character BPE)",
+        "Metaspace (with Unigram)",
         "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
     ),
     "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
@@ -140,9 +146,42 @@ def bpe(config, model):
     return vocabulary, merges, options
 
 
+def unigram(config, model):
+    """The pieces, their scores and the unknown id of a `Unigram` model (checked)."""
+    pairs = field("model", model, "vocab", (list,))
+    if not pairs or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and isinstance(pair[1], (int, float))
+        and not isinstance(pair[1], bool)
+        for pair in pairs
+    ):
+        raise ValueError("tokenizer.json: Unigram model.vocab must be a non-empty list of [piece, score] pairs.")
+    pieces = [piece for piece, _ in pairs]
+    if len(set(pieces)) != len(pieces):
+        raise ValueError("tokenizer.json: Unigram model.vocab holds a piece twice.")
+    scores = [float(score) for _, score in pairs]
+    if not all(abs(score) < 1e300 for score in scores):
+        raise ValueError("tokenizer.json: Unigram model.vocab scores must be finite.")
+    unknown_id = field("Unigram", model, "unk_id", (int, None), None)
+    if unknown_id is None or not 0 <= unknown_id < len(pieces):
+        raise ValueError(
+            f"tokenizer.json: Unigram unk_id {json.dumps(unknown_id)} is not supported (supported: the id of a piece)."
+        )
+    setting("Unigram", model, "byte_fallback", False, False)
+    pre_tokenizer = config.get("pre_tokenizer")
+    steps = metaspace(pre_tokenizer, split=True) if pre_tokenizer is not None else []
+    if steps is None:
+        raise unsupported("pre_tokenizer", pre_tokenizer)
+    split_at = steps[0]["replacement"] if steps and steps[0]["split"] else None
+    return pieces, None, {"scores": scores, "unknown_id": unknown_id, "split_at": split_at}
+
+
 def string_normalizers(normalizer):
-    """The steps of a normalizer made only of `Prepend` and string `Replace` (in a `Sequence` or
-    alone), as a list of their JSON objects; `[]` for none. Others raise `ValueError`."""
+    """The steps of a normalizer made of `Precompiled`, `Prepend`, `Replace` (of a string, or of a
+    regex `re2_pattern` reproduces) and `Strip`, in a `Sequence` or alone, as a list of their JSON
+    objects (checked); `[]` for none. Others raise `ValueError`."""
     if normalizer is None:
         return []
     if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
@@ -153,32 +192,147 @@ def string_normalizers(normalizer):
         return [{"type": "Prepend", "prepend": field("Prepend", normalizer, "prepend", (str,))}]
     if kind == "Replace":
         pattern = field("Replace", normalizer, "pattern", (dict,))
-        if set(pattern) != {"String"} or not isinstance(pattern["String"], str) or not pattern["String"]:
+        text = pattern.get("String", pattern.get("Regex")) if len(pattern) == 1 else None
+        if not isinstance(text, str) or not text:
             raise ValueError(
                 f"tokenizer.json: Replace normalizer pattern {json.dumps(pattern)[:200]} is not supported "
-                "(supported: a non-empty String)."
+                "(supported: a non-empty String or Regex)."
             )
+        if "Regex" in pattern:
+            re2_pattern(text)  # checked
         content = field("Replace", normalizer, "content", (str,))
-        return [{"type": "Replace", "pattern": {"String": pattern["String"]}, "content": content}]
+        return [{"type": "Replace", "pattern": dict(pattern), "content": content}]
+    if kind == "Strip":
+        left, right = (field("Strip", normalizer, key, (bool,), True) for key in ("strip_left", "strip_right"))
+        return [{"type": "Strip", "strip_left": left, "strip_right": right}]
+    if kind == "Precompiled":
+        blob = field("Precompiled", normalizer, "precompiled_charsmap", (str, None), None)
+        try:
+            data = base64.b64decode(blob or "", validate=True)
+            if data:
+                spm_model.decode_charsmap(data)
+        except (binascii.Error, ValueError) as error:
+            raise ValueError(
+                f"tokenizer.json: Precompiled precompiled_charsmap is not a character map: {error}"
+            ) from None
+        return [{"type": "Precompiled", "precompiled_charsmap": blob or ""}] if data else []
     raise unsupported("normalizer", normalizer)
 
 
-def metaspace(pre_tokenizer):
-    """The steps of a `Metaspace` pre-tokenizer that does not split (`[{"type": "Metaspace",
-    "replacement", "prepend_scheme", "split": False}]`), or None for another pre-tokenizer. With `split`, it would
-    cut words before each replacement character: refused by name."""
+# Characters with a meaning in a regular expression; any other stands for itself.
+_REGEX_SYNTAX = set("\\^$.|?*+()[]{}")
+
+
+def re2_pattern(pattern):
+    """The RE2 pattern that matches what the Oniguruma `pattern` of a `Replace` matches, for plain
+    patterns: characters, escaped syntax characters, `\\A` and `\\z`, groups `(?:...)`, `|`, and the
+    greedy quantifiers `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`. Both engines read these alike (leftmost
+    alternative first, greedy repeats); classes, `.`, `^` and `$` differ between them and are refused,
+    as are patterns that can match nothing (Hugging Face and RE2 place empty matches differently)."""
+    position = 0
+
+    def fail(why):
+        raise ValueError(
+            f"tokenizer.json: Replace regex {pattern!r} is not supported ({why}; supported: characters, "
+            "escaped characters, \\A, \\z, (?:...), |, and the quantifiers * + ? {m} {m,} {m,n})."
+        )
+
+    def alternatives():
+        nonlocal position
+        parts = [sequence()]
+        while position < len(pattern) and pattern[position] == "|":
+            position += 1
+            parts.append(sequence())
+        return "|".join(text for text, _ in parts), any(empty for _, empty in parts)
+
+    def sequence():
+        nonlocal position
+        texts, empty = [], True
+        while position < len(pattern) and pattern[position] not in "|)":
+            text, atom_empty = atom()
+            text, atom_empty = quantified(text, atom_empty)
+            texts.append(text)
+            empty = empty and atom_empty
+        return "".join(texts), empty
+
+    def atom():
+        nonlocal position
+        char = pattern[position]
+        if char == "\\":
+            if position + 1 >= len(pattern):
+                fail("a trailing backslash")
+            escaped = pattern[position + 1]
+            position += 2
+            if escaped in "Az":
+                return "\\" + escaped, True
+            if escaped not in _REGEX_SYNTAX and escaped not in "-/ #":
+                fail(f"the escape \\{escaped}")
+            return _literal(escaped), False
+        if pattern.startswith("(?:", position):
+            position += 3
+            text, empty = alternatives()
+            if position >= len(pattern) or pattern[position] != ")":
+                fail("an unclosed group")
+            position += 1
+            return f"(?:{text})", empty
+        if char in _REGEX_SYNTAX:
+            fail(f"the character {char!r}")
+        position += 1
+        return _literal(char), False
+
+    def quantified(text, empty):
+        nonlocal position
+        if position < len(pattern) and pattern[position] in "*+?":
+            char = pattern[position]
+            position += 1
+            return text + char, empty or char != "+"
+        if position < len(pattern) and pattern[position] == "{":
+            end = pattern.find("}", position)
+            low, _, high = pattern[position + 1 : end].partition(",") if end > 0 else ("", "", "")
+            bounds = pattern[position + 1 : end] if end > 0 else ""
+            if (
+                not low.isdigit()
+                or not (high.isdigit() or high == "")
+                or int(low) > 1000
+                or (high and int(high) > 1000)
+            ):
+                fail("a repeat other than {m}, {m,} or {m,n} up to 1000")
+            if high and int(high) < int(low):
+                fail("a repeat {m,n} with n < m")
+            position = end + 1
+            return text + "{" + bounds + "}", empty or int(low) == 0
+        return text, empty
+
+    text, empty = alternatives()
+    if position != len(pattern):
+        fail(f"the character {pattern[position]!r}")
+    if empty:
+        fail("it can match nothing")
+    return text
+
+
+def _literal(char):
+    return f"\\x{{{ord(char):X}}}"
+
+
+def metaspace(pre_tokenizer, split=False):
+    """The steps of a `Metaspace` pre-tokenizer (`[{"type": "Metaspace", "replacement", "prepend_scheme",
+    "split"}]`), or None for another pre-tokenizer. With `split` (cutting words before each replacement
+    character) unless `split` is allowed: refused by name."""
     if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Metaspace":
         return None
     replacement = field("Metaspace", pre_tokenizer, "replacement", (str,))
     if len(replacement) != 1:
         raise ValueError(f"tokenizer.json: Metaspace replacement {replacement!r} is not one character.")
-    setting("Metaspace", pre_tokenizer, "split", False, True)
+    splits = field("Metaspace", pre_tokenizer, "split", (bool,), True)
+    if splits and not split:
+        setting("Metaspace", pre_tokenizer, "split", False, True)
     scheme = field("Metaspace", pre_tokenizer, "prepend_scheme", (str,), "always")
     if scheme not in PREPEND_SCHEMES:
         raise ValueError(
             f"tokenizer.json: Metaspace prepend_scheme {scheme!r} is not one of {', '.join(PREPEND_SCHEMES)}."
         )
-    return [{"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme, "split": False}]
+    return [{"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme, "split": splits}]
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):

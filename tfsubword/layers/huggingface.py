@@ -6,6 +6,8 @@
 `files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
 """
 
+import base64
+
 import keras
 import tensorflow as tf
 
@@ -16,10 +18,15 @@ from tfsubword.files import huggingface_components as components
 from tfsubword.layers import decoders
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
+from tfsubword.layers.huggingface_unigram import HuggingFaceUnigram
 from tfsubword.layers.wordpiece import WordPieceLayer
+from tfsubword.text import unicode_classes
 from tfsubword.text.added_tokens import AddedTokens, tokenize_around
+from tfsubword.text.precompiled import PrecompiledNormalizer
 
 _SIDES = ("right", "left")
+# Unicode's White_Space, which Hugging Face's `Strip` removes.
+_WHITE_SPACE = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in unicode_classes.WHITE_SPACE) + "]"
 
 
 def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):
@@ -57,6 +64,8 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     spec = file_lib.read_tokenizer_json(path_or_json)
     if spec.model == "WordPiece":
         tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
+    elif spec.model == "Unigram":
+        tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options)
     else:
         tokenizer = BPELayer(spec.vocabulary, spec.merges, special_tokens=[], name="model", **spec.options)
     padding = spec.padding or {"length": None, "multiple": None, "side": "right", "pad_id": 0}
@@ -149,11 +158,13 @@ class HuggingFaceTokenizer(TokenizerLayer):
         **kwargs,
     ):
         if (
-            not isinstance(tokenizer, (WordPieceLayer, BPELayer))
+            not isinstance(tokenizer, (WordPieceLayer, BPELayer, HuggingFaceUnigram))
             or tokenizer.compute_dtype == "string"
             or tokenizer.sequence_length is not None
         ):
-            raise checks.invalid("tokenizer", tokenizer, "a WordPieceLayer or a BPELayer giving ragged ids")
+            raise checks.invalid(
+                "tokenizer", tokenizer, "a WordPieceLayer, a BPELayer or a HuggingFaceUnigram giving ragged ids"
+            )
         self.tokenizer = tokenizer
         self.added_tokens = [dict(token) for token in added_tokens]
         self._added = [file_lib.AddedToken(**token) for token in self.added_tokens]
@@ -166,7 +177,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
         self.normalizer = components.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
         pre_tokenizer = list(pre_tokenizer)
-        self.pre_tokenizer = components.metaspace(pre_tokenizer[0]) if pre_tokenizer else []
+        self.pre_tokenizer = components.metaspace(pre_tokenizer[0], split=True) if pre_tokenizer else []
         if len(pre_tokenizer) > 1 or (pre_tokenizer and not self.pre_tokenizer):
             raise checks.invalid("pre_tokenizer", pre_tokenizer, "[] or [a Metaspace pre-tokenizer]")
         self.decoder = decoder
@@ -191,6 +202,11 @@ class HuggingFaceTokenizer(TokenizerLayer):
             self._decoder, self._decoder_problem = decoders.Decoder(components.decoder_steps(self.decoder)), None
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
+        self._precompiled = [
+            PrecompiledNormalizer(base64.b64decode(step["precompiled_charsmap"]))
+            for step in self.normalizer
+            if step["type"] == "Precompiled"
+        ]
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -243,11 +259,29 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _normalize(self, texts):
         """The string steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
+        precompiled = iter(self._precompiled)
         for step in self.normalizer:
             if step["type"] == "Prepend":
                 texts = tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
+            elif step["type"] == "Precompiled":
+                texts = next(precompiled)(texts)
+            elif step["type"] == "Strip":
+                sides = [side for side, used in (("\\A", step["strip_left"]), ("\\z", step["strip_right"])) if used]
+                if sides:
+                    texts = tf.strings.regex_replace(
+                        texts,
+                        "|".join(
+                            f"{_WHITE_SPACE}+{side}" if side == "\\z" else f"{side}{_WHITE_SPACE}+" for side in sides
+                        ),
+                        "",
+                    )
             else:
-                old = ops.re2_literal(step["pattern"]["String"])
+                pattern = step["pattern"]
+                old = (
+                    ops.re2_literal(pattern["String"])
+                    if "String" in pattern
+                    else components.re2_pattern(pattern["Regex"])
+                )
                 texts = tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
         return texts
 

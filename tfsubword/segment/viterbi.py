@@ -35,14 +35,32 @@ class Viterbi(tf.Module):
     one per id, see `Lattice`); `piece_chars`: the characters each id covers (the unknown piece: one);
     `byte_ids`: with byte fallback, the ids of the 256 byte pieces; `space`: the code point of the
     space symbol when words can be segmented one by one (no piece holds it after its start), else None.
+
+    With `words_alone` (Hugging Face's `Unigram`), each word (from a space symbol to the next, or the
+    whole text without `space`) is segmented alone, from 0, in double precision, and its unknown pieces
+    are merged within it; the unknown pieces of the lattice, and pieces `unknown_as` read in the text,
+    then become `unknown_as`.
     """
 
     def __init__(
-        self, keys, ids, path_scores, unknown_id, max_piece_chars, piece_chars, byte_ids=None, space=None, name=None
+        self,
+        keys,
+        ids,
+        path_scores,
+        unknown_id,
+        max_piece_chars,
+        piece_chars,
+        byte_ids=None,
+        space=None,
+        words_alone=False,
+        unknown_as=None,
+        name=None,
     ):
         super().__init__(name=name)
         self.lattice = Lattice(keys, ids, path_scores, unknown_id, max_piece_chars, strings=space is not None)
         self._unknown_id = int(unknown_id)
+        self._unknown_as = self._unknown_id if unknown_as is None else int(unknown_as)
+        self._words_alone = words_alone
         self._space = space
         self.by_words = space is not None
         self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
@@ -58,10 +76,10 @@ class Viterbi(tf.Module):
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
         `merge`, each unknown character stays an unknown piece of its own (see `_unknowns`)."""
-        if self._space is None:
+        if self._space is None and not self._words_alone:
             ids, id_splits = self._exact(code_points, splits, merge)
         else:
-            starts, word_splits = word_starts(code_points, splits, self._space)
+            starts, word_splits = word_starts(code_points, splits, -1 if self._space is None else self._space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
             word_lines = ops.row_ids(word_splits)
@@ -124,7 +142,9 @@ class Viterbi(tf.Module):
         return self._unknowns(paths["piece"], ids_splits, code_points) if merge else (paths["piece"], ids_splits)
 
     def _unknowns(self, ids, splits, code_points):
-        return unknowns.finish(ids, splits, code_points, self.piece_chars, self._unknown_id, self.byte_ids)
+        if self._unknown_as != self._unknown_id:
+            ids = tf.where(ids == self._unknown_id, self._unknown_as, ids)
+        return unknowns.finish(ids, splits, code_points, self.piece_chars, self._unknown_as, self.byte_ids)
 
     def _by_words(self, words, line_word_splits, word_lines, prefix, merge=True, distinct=False, occurrences=None):
         if occurrences is None:
@@ -149,7 +169,8 @@ class Viterbi(tf.Module):
         raw = paths["piece"], ops.splits_from_row_ids(path_words, n_distinct)
         pieces, piece_splits = self._unknowns(*raw, distinct_values) if merge else raw
         length = distinct_splits[1:] - distinct_splits[:-1]
-        suspects = viterbi_exact.suspects(self.lattice, smallest_gap, length, occurrence, word_lines)
+        suspect_args = (self.lattice, smallest_gap, length, occurrence, word_lines)
+        suspects = None if self._words_alone else viterbi_exact.suspects(*suspect_args)
 
         def segment_fragile_again():
             fragile = viterbi_exact.fragile(
@@ -182,11 +203,13 @@ class Viterbi(tf.Module):
         # Words whose segmentation single-precision rounding could change where they stand (few):
         # one `If` for all their steps, which a text without them skips. It gives the rows of a
         # table of pieces (the distinct words', then those redone) that the occurrences read.
-        table, table_splits, rows = ops.rare_cond(
-            tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence)
+        table, table_splits, rows = (
+            (pieces, piece_splits, occurrence)
+            if suspects is None
+            else ops.rare_cond(tf.size(suspects) > 0, segment_fragile_again, lambda: (pieces, piece_splits, occurrence))
         )
         values, line_splits, occurrence_splits = words_lib.to_lines(table, table_splits, rows, line_word_splits)
-        if merge and self.byte_ids is None:
+        if merge and self.byte_ids is None and not self._words_alone:
             unknown_first = tf.reduce_any(ops.take(values, occurrence_splits[:-1]) == self._unknown_id)
             values, line_splits = ops.rare_cond(
                 unknown_first,

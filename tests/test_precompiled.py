@@ -1,0 +1,99 @@
+"""PrecompiledNormalizer (with GraphemeClusters) against Hugging Face's `normalizers.Precompiled`.
+
+Hugging Face looks each grapheme cluster of fewer than 6 bytes up whole, so what it makes of a key
+followed (or preceded) by another character tells whether the two form one cluster: with the key "a",
+`a` + c normalizes to the key's replacement alone exactly when c joins `a`'s cluster.
+"""
+
+import random
+
+import pytest
+import tensorflow as tf
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.text import grapheme_classes, normalization_rules
+from tfsubword.text.precompiled import PrecompiledNormalizer
+
+CODE_POINTS = [c for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]
+PROBE = {"a": "X", "b": "Y"}
+# One character of each cluster property (and letters), for random mixes.
+_PROPERTIES = [
+    grapheme_classes.CR,
+    grapheme_classes.LF,
+    grapheme_classes.CONTROL,
+    grapheme_classes.EXTEND,
+    grapheme_classes.ZWJ,
+    grapheme_classes.REGIONAL_INDICATOR,
+    grapheme_classes.PREPEND,
+    grapheme_classes.SPACING_MARK,
+    grapheme_classes.HANGUL_L,
+    grapheme_classes.HANGUL_V,
+    grapheme_classes.HANGUL_T,
+    grapheme_classes.HANGUL_LV,
+    grapheme_classes.HANGUL_LVT,
+    grapheme_classes.EXTENDED_PICTOGRAPHIC,
+    grapheme_classes.CONJUNCT_CONSONANT,
+    grapheme_classes.CONJUNCT_EXTEND,
+    grapheme_classes.CONJUNCT_LINKER,
+]
+
+
+def check(rules, texts, blob=None):
+    blob = blob or spm_model.encode_charsmap(rules)
+    reference = pytest.importorskip("tokenizers").normalizers.Precompiled(blob)
+    normalize = tf.function(PrecompiledNormalizer(blob).__call__)
+    got = normalize(tf.constant([text.encode("utf-8") for text in texts])).numpy()
+    different = [
+        (text, g.decode("utf-8"), reference.normalize_str(text))
+        for text, g in zip(texts, got)
+        if g.decode("utf-8") != reference.normalize_str(text)
+    ]
+    assert not different, f"{len(texts) - len(different)}/{len(texts)} identical; first: {ascii(different[0])}"
+
+
+def test_golden_values_by_hand():
+    """Read off the rules: a short cluster is its shortest key's replacement, whole; a cluster of 6
+    bytes or more is rewritten character by character."""
+    rules = {"e\u0301": "\u00e9", "\uff21": "A", "\u1100\u1161": "\uac00", "\u3099": "\u309b"}
+    normalize = PrecompiledNormalizer(spm_model.encode_charsmap(rules))
+    texts = ["e\u0301\u0301x", "\uff21\u0301", "\u1100\u1161", "\u304b\u3099", "plain", ""]
+    got = [t.decode("utf-8") for t in normalize(tf.constant(texts)).numpy()]
+    assert got == ["\u00e9x", "A", "\u1100\u1161", "\u304b\u309b", "plain", ""]
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_every_code_point_joins_a_cluster_as_in_hugging_face(where, request):
+    step = 1 if request.config.getoption("--full") else 97
+    points = CODE_POINTS[::step]
+    texts = ["a" + chr(c) for c in points] if where == "after" else [chr(c) + "b" for c in points]
+    check(PROBE, texts)
+
+
+def random_mix(seed, count):
+    rng = random.Random(seed)
+    sample = []
+    for ranges in _PROPERTIES:
+        for _ in range(6):
+            low, high = rng.choice(ranges)
+            sample.append(chr(rng.randint(low, high)))
+    sample += ["a", "b"]
+    rules = {char: f"<{i}>" for i, char in enumerate(sample[::2])}
+    for _ in range(300):
+        key = "".join(rng.choice(sample) for _ in range(rng.choice([2, 2, 3])))
+        rules[key] = "{" + key + "}"
+    texts = ["".join(rng.choice(sample) for _ in range(rng.randint(1, 10))) for _ in range(count)]
+    return rules, texts
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_mixes_of_every_cluster_property(seed, request):
+    rules, texts = random_mix(seed, 100000 if request.config.getoption("--full") else 5000)
+    check(rules, texts)
+
+
+@given(texts=st.lists(st.text(max_size=16), min_size=1, max_size=8))
+def test_random_text_with_sentencepiece_rules(texts):
+    blob = normalization_rules.precompiled_charsmap("nmt_nfkc")
+    check(None, texts, blob)
