@@ -4,12 +4,15 @@
 
 Families: BERT uncased (the shared `tokenizer.json`); GPT-2, RoBERTa (a prefix space and
 `<s> ... </s>`), Llama-3 (its split regex, ignore_merges) and Llama-2 (character-level BPE with byte
-fallback after `Prepend`/`Replace`): files Hugging Face trains on the real-text mix, 30,000 tokens.
+fallback after `Prepend`/`Replace`): files Hugging Face trains on the real-text mix, 30,000 tokens;
+T5 (`Unigram` after `Precompiled` with SentencePiece's nmt_nfkc map, `Strip`, a regex `Replace` and a
+splitting `Metaspace`), 16,000 pieces.
 The files' truncation and padding are removed, so the layers give ragged ids and the ratio shows
 what the loaded layer adds to the bare one: finding added tokens, normalizing, framing. For each:
-the loaded layer, the bare layer (`WordPieceLayer` or `BPELayer` with the same options, given the
-text already normalized for Llama-2), and Hugging Face `tokenizers` itself (one thread, for
-reference), on the corpora of `realtext.py` at each batch size, interleaved, medians.
+the loaded layer, the bare layer (`WordPieceLayer`, `BPELayer` or `HuggingFaceUnigram` with the same
+options, given the text already normalized for Llama-2, normalized and pre-tokenized for T5), and
+Hugging Face `tokenizers` itself (one thread, for reference), on the corpora of `realtext.py` at
+each batch size, interleaved, medians.
 Ratio = loaded speed / other speed (1.0 against bare: loading costs nothing).
 """
 
@@ -25,6 +28,8 @@ import realtext as rt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfsubword  # noqa: E402
+from tfsubword.layers.huggingface_unigram import HuggingFaceUnigram  # noqa: E402
+from tfsubword.text import normalization_rules  # noqa: E402
 
 LOADED, BARE, HF = "loaded", "bare", "HF tokenizers"
 
@@ -73,6 +78,22 @@ def family_files(mix):
     config = json.loads(llama2.to_str())
     config["model"]["vocab"].update({f"<0x{b:02X}>": len(config["model"]["vocab"]) + b for b in range(256)})
     files["llama2"] = json.dumps(config)
+    t5 = tokenizers.Tokenizer(tokenizers.models.Unigram())
+    t5.normalizer = normalizers.Sequence(
+        [
+            normalizers.Precompiled(normalization_rules.precompiled_charsmap("nmt_nfkc")),
+            normalizers.Strip(left=False, right=True),
+            normalizers.Replace(tokenizers.Regex(" {2,}"), "\u2581"),
+        ]
+    )
+    t5.pre_tokenizer = pre.Metaspace("\u2581", prepend_scheme="always")
+    t5.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
+    specials = ["<pad>", "</s>", "<unk>"]
+    t5.train_from_iterator(
+        mix, tokenizers.trainers.UnigramTrainer(vocab_size=16000, special_tokens=specials, unk_token="<unk>")
+    )
+    t5.post_processor = processors.TemplateProcessing(single=["$A", "</s>"], special_tokens=[("</s>", 1)])
+    files["t5"] = t5.to_str()
     for family, text in files.items():
         config = json.loads(text)
         config["truncation"] = config["padding"] = None
@@ -94,6 +115,13 @@ def systems(text):
     # The bare layer's input, normalized in Python once (the warm-up call), then looked up.
     normalized = {}
     normalize = reference.normalizer.normalize_str if loaded.normalizer else None
+    if loaded.pre_tokenizer and isinstance(loaded.tokenizer, HuggingFaceUnigram):
+        # The words of a splitting `Metaspace`, joined: the bare layer cuts them again.
+        pre_tokenize = reference.pre_tokenizer.pre_tokenize_str
+
+        def normalize(text):
+            return "".join(word for word, _ in pre_tokenize(reference.normalizer.normalize_str(text)))
+
     encode_bare, _, _ = rt.in_graph(bare)
     return {
         LOADED: rt.in_graph(loaded),

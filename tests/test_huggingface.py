@@ -6,11 +6,12 @@ The files are built here from the shared text (no network): BERT uncased is the 
 Llama-2 files are converted from a SentencePiece BPE model, as `transformers` converts Llama-2's
 (`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). T5's pipeline (`Precompiled`,
 `Strip`, a regex `Replace`, a splitting `Metaspace`, `Unigram`) is converted from a SentencePiece unigram
-model. Ids must equal `Tokenizer.encode(...).ids` exactly.
+model and trained by `tokenizers`. Ids must equal `Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
 import json
+import random
 
 import pytest
 import tensorflow as tf
@@ -22,6 +23,7 @@ from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file,
 from tests.test_sentencepiece_layer import trained_model
 from tests.test_unigram import trained_model as trained_unigram_model
 from tfsubword import HuggingFaceTokenizer, from_huggingface
+from tfsubword.files.huggingface import json_float
 
 FAMILIES = (
     "bert-uncased",
@@ -35,6 +37,7 @@ FAMILIES = (
     "llama2-sentencepiece",
     "llama2-metaspace",
     "t5",
+    "t5-trained",
 )
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -145,8 +148,8 @@ def family_json(family):
         return json.dumps(config)
     if family.startswith("llama2-"):
         return llama2_from_sentencepiece(metaspace=family == "llama2-metaspace")
-    if family == "t5":
-        return t5_file()
+    if family.startswith("t5"):
+        return t5_file(trained=family == "t5-trained")
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -209,11 +212,12 @@ def llama2_from_sentencepiece(metaspace):
     return tokenizer.to_str()
 
 
-def t5_file():
+def t5_file(trained):
     """A T5-style tokenizer.json, as `transformers` converts T5's SentencePiece model: its pieces and
     scores, then 10 `<extra_id_N>` pieces (score 0, added tokens, as control pieces are);
     `Precompiled` with the model's character map, `Strip` on the right, runs of spaces to one `▁`;
-    `Metaspace` splitting words; `$A </s>`."""
+    `Metaspace` splitting words; `$A </s>`. `trained`: the same pipeline, the pieces trained by
+    `tokenizers`' `UnigramTrainer` on shared text (scores in double precision)."""
     from sentencepiece import sentencepiece_model_pb2
 
     tokenizers = tokenizers_module()
@@ -233,6 +237,12 @@ def t5_file():
     tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace("\u2581", prepend_scheme="always")
     tokenizer.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
     specials = [piece.piece for piece in proto.pieces if piece.type == 3] + extra
+    if trained:
+        trainer = tokenizers.trainers.UnigramTrainer(
+            vocab_size=1500, special_tokens=["<unk>", *specials], unk_token="<unk>", show_progress=False
+        )
+        lines = [line for path in training_files() for line in nonempty_lines(path)]
+        tokenizer.train_from_iterator(lines, trainer)
     tokenizer.add_special_tokens([tokenizers.AddedToken(token, normalized=False, special=True) for token in specials])
     end = tokenizer.token_to_id("</s>")
     tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
@@ -288,6 +298,36 @@ def test_identical_ids_on_a_sample_of_every_text(family):
 def test_added_tokens_in_the_text_match(family, add_special_tokens):
     check_identical(family, WITH_TOKENS, add_special_tokens)
     check_identical(family, WITH_TOKENS[:1], add_special_tokens)  # padding to the longest of one
+
+
+def random_numbers(seed, count):
+    """JSON numbers with a fraction, of 1 to 30 digits, some with an exponent, some long integers."""
+    rng = random.Random(seed)
+    numbers = []
+    for _ in range(count):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 30)))
+        cut = rng.randint(1, len(digits))
+        number = ("-" if rng.random() < 0.7 else "") + (digits[:cut].lstrip("0") or "0") + "." + (digits[cut:] or "0")
+        if rng.random() < 0.3:
+            number += rng.choice(["e", "E"]) + rng.choice(["", "-", "+"]) + str(rng.randint(0, 330))
+        numbers.append(number)
+    return numbers
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_are_read_as_tokenizers_reads_them(seed):
+    """`tokenizers` reads long decimals a unit in the last place away from the nearest double at
+    times; what it holds is what it writes back (shortest round-trip decimals)."""
+    tokenizers = tokenizers_module()
+    for number in random_numbers(seed, 1000):
+        text = '{"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", ' + number + "]]}}"
+        try:
+            held = json.loads(tokenizers.Tokenizer.from_str(text).to_str())["model"]["vocab"][0][1]
+        except Exception:  # out of range for tokenizers: out of range here too
+            with pytest.raises(ValueError, match="out of range"):
+                json_float(number)
+            continue
+        assert json_float(number) == held, number
 
 
 def test_the_rules_by_hand():

@@ -79,12 +79,62 @@ def parse(path_or_json):
         except UnicodeDecodeError as error:
             raise ValueError(f"tokenizer.json {os.fspath(path_or_json)!r} is not valid UTF-8: {error}.") from None
     try:
-        config = json.loads(text)
+        config = json.loads(text, parse_float=json_float)
     except (ValueError, RecursionError) as error:
         raise ValueError(f"tokenizer.json is not valid JSON: {error}.") from None
     if not isinstance(config, dict):
         raise ValueError("tokenizer.json must hold a JSON object.")
     return config
+
+
+# `serde_json` (without its `float_roundtrip` feature, as `tokenizers` builds it) reads a number with a
+# fraction or an exponent as its first 19 or so digits, an integer, then multiplied or divided by one of
+# these powers of ten: two roundings, so its double can be a unit in the last place away from the
+# nearest one (Python's). Unigram scores must be read its way: ties between segmentations hang on them.
+_POWERS_OF_TEN = [float(f"1e{exponent}") for exponent in range(309)]
+_U64_MAX = 2**64 - 1
+_I32_MAX = 2**31 - 1
+
+
+def json_float(text):
+    """The double that `serde_json` reads from the JSON number `text` (with a fraction or an exponent)."""
+    negative = text.startswith("-")
+    mantissa, _, exponent_text = text.lstrip("-").replace("E", "e").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    significand, exponent, overflowed = 0, 0, False
+    for digit in map(int, whole):
+        if overflowed or significand * 10 + digit > _U64_MAX:
+            overflowed, exponent = True, exponent + 1  # the digits beyond count only as a power of ten
+        else:
+            significand = significand * 10 + digit
+    for digit in map(int, fraction):
+        if significand * 10 + digit > _U64_MAX:
+            break  # this digit and those after it are ignored
+        significand, exponent = significand * 10 + digit, exponent - 1
+    if exponent_text:
+        power = int(exponent_text)
+        if abs(power) > _I32_MAX:
+            if significand == 0 or power < 0:
+                return -0.0 if negative else 0.0
+            raise ValueError(f"the number {text[:40]} is out of range")
+        exponent = max(-(2**31), min(_I32_MAX, exponent + power))
+    value = float(significand)
+    while True:
+        if abs(exponent) < len(_POWERS_OF_TEN):
+            if exponent >= 0:
+                value *= _POWERS_OF_TEN[exponent]
+                if value == float("inf"):
+                    raise ValueError(f"the number {text[:40]} is out of range")
+            else:
+                value /= _POWERS_OF_TEN[-exponent]
+            break
+        if value == 0.0:
+            break
+        if exponent >= 0:
+            raise ValueError(f"the number {text[:40]} is out of range")
+        value /= 1e308
+        exponent += 308
+    return -value if negative else value
 
 
 def read_tokenizer_json(path_or_json):
