@@ -6,7 +6,8 @@ The files are built here from the shared text (no network): BERT uncased is the 
 Llama-2 files are converted from a SentencePiece BPE model, as `transformers` converts Llama-2's
 (`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). T5's pipeline (`Precompiled`,
 `Strip`, a regex `Replace`, a splitting `Metaspace`, `Unigram`) is converted from a SentencePiece unigram
-model and trained by `tokenizers`. Ids must equal `Tokenizer.encode(...).ids` exactly.
+model and trained by `tokenizers`; ALBERT's (quotes, `NFKD`, `StripAccents`, `Lowercase`, then
+`Precompiled`) is converted from one. Ids must equal `Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
@@ -38,6 +39,7 @@ FAMILIES = (
     "llama2-metaspace",
     "t5",
     "t5-trained",
+    "albert",
 )
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -150,6 +152,8 @@ def family_json(family):
         return llama2_from_sentencepiece(metaspace=family == "llama2-metaspace")
     if family.startswith("t5"):
         return t5_file(trained=family == "t5-trained")
+    if family == "albert":
+        return albert_file()
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -247,6 +251,49 @@ def t5_file(trained):
     end = tokenizer.token_to_id("</s>")
     tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
         single=["$A", "</s>"], pair=["$A", "</s>", "$B", "</s>"], special_tokens=[("</s>", end)]
+    )
+    return tokenizer.to_str()
+
+
+def albert_file():
+    """An ALBERT-style tokenizer.json, as `transformers` converts ALBERT's SentencePiece model (uncased,
+    accents stripped): pieces ending in a digit and a comma lose 100 from their score; `` and '' become
+    ", then `NFKD`, `StripAccents`, `Lowercase`, `Precompiled`, runs of spaces to one; `Metaspace`;
+    `[CLS] $A [SEP]` (the markers are added here as pieces of score 0)."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    tokenizers = tokenizers_module()
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(trained_unigram_model("rare_characters"))
+    markers = ["[CLS]", "[SEP]", "[MASK]"]
+
+    def score(piece):
+        number_comma = len(piece.piece) >= 2 and piece.piece[-1] == "," and piece.piece[-2].isdigit()
+        return piece.score - 100 if number_comma else piece.score
+
+    vocab = [(piece.piece, score(piece)) for piece in proto.pieces] + [(marker, 0.0) for marker in markers]
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.Unigram(vocab, unk_id=proto.trainer_spec.unk_id))
+    normalizers = tokenizers.normalizers
+    tokenizer.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace("``", '"'),
+            normalizers.Replace("''", '"'),
+            normalizers.NFKD(),
+            normalizers.StripAccents(),
+            normalizers.Lowercase(),
+            normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap),
+            normalizers.Replace(tokenizers.Regex(" {2,}"), " "),
+        ]
+    )
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace("\u2581", prepend_scheme="always")
+    tokenizer.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
+    specials = [piece.piece for piece in proto.pieces if piece.type == 3] + markers
+    tokenizer.add_special_tokens([tokenizers.AddedToken(token, normalized=False, special=True) for token in specials])
+    ids = {marker: tokenizer.token_to_id(marker) for marker in markers}
+    tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
     )
     return tokenizer.to_str()
 
@@ -360,7 +407,7 @@ texts_with_tokens = st.lists(
 ).map("".join)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace", "t5"])
+@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace", "t5", "albert"])
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
 def test_random_text_matches_byte_level_byte_fallback_and_unigram_families(family, texts):
     check_identical(family, texts)

@@ -29,8 +29,8 @@ SUPPORTED = {
     "model": ("WordPiece", "BPE", "Unigram"),
     "normalizer": (
         "BertNormalizer (with WordPiece)",
-        "Precompiled, Prepend, Replace of a string or of a plain regex, Strip, Sequence of them, none (with BPE or "
-        "Unigram)",
+        "Precompiled, NFD, NFKD, StripAccents, Lowercase, Prepend, Replace of a string or of a plain regex, Strip, "
+        "Sequence of them, none (with BPE or Unigram)",
     ),
     "pre_tokenizer": (
         "BertPreTokenizer (with WordPiece)",
@@ -179,9 +179,10 @@ def unigram(config, model):
 
 
 def string_normalizers(normalizer):
-    """The steps of a normalizer made of `Precompiled`, `Prepend`, `Replace` (of a string, or of a
-    regex `re2_pattern` reproduces) and `Strip`, in a `Sequence` or alone, as a list of their JSON
-    objects (checked); `[]` for none. Others raise `ValueError`."""
+    """The steps of a normalizer made of `Precompiled`, `NFD`, `NFKD`, `StripAccents`, `Lowercase`,
+    `Prepend`, `Replace` (of a string, or of a regex `re2_pattern` reproduces) and `Strip`, in a
+    `Sequence` or alone, as a list of their JSON objects (checked); `[]` for none. Others raise
+    `ValueError`."""
     if normalizer is None:
         return []
     if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence":
@@ -202,6 +203,8 @@ def string_normalizers(normalizer):
             re2_pattern(text)  # checked
         content = field("Replace", normalizer, "content", (str,))
         return [{"type": "Replace", "pattern": dict(pattern), "content": content}]
+    if kind in ("NFD", "NFKD", "StripAccents", "Lowercase"):
+        return [{"type": kind}]
     if kind == "Strip":
         left, right = (field("Strip", normalizer, key, (bool,), True) for key in ("strip_left", "strip_right"))
         return [{"type": "Strip", "strip_left": left, "strip_right": right}]

@@ -20,7 +20,7 @@ from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
 from tfsubword.layers.huggingface_unigram import HuggingFaceUnigram
 from tfsubword.layers.wordpiece import WordPieceLayer
-from tfsubword.text import unicode_classes
+from tfsubword.text import unicode_classes, unicode_normalizers
 from tfsubword.text.added_tokens import AddedTokens, tokenize_around
 from tfsubword.text.precompiled import PrecompiledNormalizer
 
@@ -42,7 +42,9 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
     cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa) or a `Split`
     of Llama-3's or Qwen2's regex before it, `ignore_merges` included; character-level BPE with
-    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); post-processors
+    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` after
+    `Precompiled`, `NFKD`, `StripAccents`, `Lowercase`, `Strip` and plain-regex `Replace`
+    normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet); post-processors
     `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and `Sequence`.
     `detokenize` follows the file's decoder (see `layers.decoders`). Anything else raises
     `ValueError` naming the component and its setting.
@@ -127,10 +129,12 @@ class HuggingFaceTokenizer(TokenizerLayer):
         pad_to_multiple_of: int or None.
         padding_side: "right" (the default) or "left".
         pad_token: str. Its id pads. Defaults to the token with id 0.
-        normalizer: list of the file's string normalizers (`Prepend`, `Replace` of a string; their JSON
-            objects), run in order on the text between added tokens before `tokenizer`.
-        pre_tokenizer: the file's `Metaspace` pre-tokenizer that does not split (its JSON object in a
-            list), run on each piece between added tokens after the normalizer; `[]` for none.
+        normalizer: list of the file's normalizer steps (their JSON objects; see
+            `files.huggingface_components.string_normalizers`), run in order on the text between
+            added tokens before `tokenizer`.
+        pre_tokenizer: the file's `Metaspace` pre-tokenizer (its JSON object in a list), run on each
+            piece between added tokens after the normalizer; `[]` for none. When it splits, `tokenizer`
+            is a `HuggingFaceUnigram` that cuts words at its character.
         decoder: the file's decoder (its JSON object), which `detokenize` follows (see `layers.decoders`).
         dtype: an integer dtype, or "string". Defaults to "int32".
     """
@@ -202,11 +206,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
             self._decoder, self._decoder_problem = decoders.Decoder(components.decoder_steps(self.decoder)), None
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
-        self._precompiled = [
-            PrecompiledNormalizer(base64.b64decode(step["precompiled_charsmap"]))
-            for step in self.normalizer
-            if step["type"] == "Precompiled"
-        ]
+        self._normalizer_steps = [_normalizer_step(step) for step in self.normalizer]
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -258,31 +258,9 @@ class HuggingFaceTokenizer(TokenizerLayer):
         return self.tokenizer.tokenize(texts)
 
     def _normalize(self, texts):
-        """The string steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
-        precompiled = iter(self._precompiled)
-        for step in self.normalizer:
-            if step["type"] == "Prepend":
-                texts = tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
-            elif step["type"] == "Precompiled":
-                texts = next(precompiled)(texts)
-            elif step["type"] == "Strip":
-                sides = [side for side, used in (("\\A", step["strip_left"]), ("\\z", step["strip_right"])) if used]
-                if sides:
-                    texts = tf.strings.regex_replace(
-                        texts,
-                        "|".join(
-                            f"{_WHITE_SPACE}+{side}" if side == "\\z" else f"{side}{_WHITE_SPACE}+" for side in sides
-                        ),
-                        "",
-                    )
-            else:
-                pattern = step["pattern"]
-                old = (
-                    ops.re2_literal(pattern["String"])
-                    if "String" in pattern
-                    else components.re2_pattern(pattern["Regex"])
-                )
-                texts = tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
+        """The steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
+        for step in self._normalizer_steps:
+            texts = step(texts)
         return texts
 
     def _pad(self, ragged, value):
@@ -342,6 +320,27 @@ class HuggingFaceTokenizer(TokenizerLayer):
         if isinstance(config.get("tokenizer"), dict):
             config = {**config, "tokenizer": keras.layers.deserialize(config["tokenizer"])}
         return super().from_config(config)
+
+
+def _normalizer_step(step):
+    """One step of the file's normalizer (its checked JSON object) as a function of `[n]` strings."""
+    kind = step["type"]
+    if kind == "Prepend":
+        return lambda texts: tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
+    if kind == "Precompiled":
+        return PrecompiledNormalizer(base64.b64decode(step["precompiled_charsmap"]))
+    if kind in unicode_normalizers.KINDS:
+        return unicode_normalizers.rewrite(kind)
+    if kind == "Strip":
+        sides = []
+        if step["strip_left"]:
+            sides.append(f"\\A{_WHITE_SPACE}+")
+        if step["strip_right"]:
+            sides.append(f"{_WHITE_SPACE}+\\z")
+        return lambda texts: tf.strings.regex_replace(texts, "|".join(sides), "") if sides else texts
+    pattern = step["pattern"]
+    old = ops.re2_literal(pattern["String"]) if "String" in pattern else components.re2_pattern(pattern["Regex"])
+    return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
 
 
 def _framed(ids, start_ids, end_ids):

@@ -162,7 +162,7 @@ class BertNormalizer(tf.Module):
             combining = _combining_classes(elements)
             order = tf.cond(
                 tf.reduce_any((combining > 0) & (_kinds(elements) != ud.DROP)),
-                lambda: _canonical_order(element_rows, combining),
+                lambda: canonical_order(element_rows, combining),
                 lambda: tf.range(tf.size(elements, out_type=tf.int64)),
             )
             kept = tf.gather(order, ops.indices_where(tf.gather(_kinds(elements), order) != ud.DROP))
@@ -269,7 +269,7 @@ def _range_bounds(ranges):
 _CJK_BOUNDS = _range_bounds(ud.CJK_RANGES)
 
 
-def _canonical_order(element_rows, combining):
+def canonical_order(element_rows, combining):
     """NFD's canonical reordering, as a permutation: stable sort of each run of marks by combining class.
 
     A run starts at every starter (class 0, including marks about to be dropped) and at every coarse

@@ -1,11 +1,14 @@
-"""PrecompiledNormalizer (with GraphemeClusters) against Hugging Face's `normalizers.Precompiled`.
+"""The Unicode normalizers of `from_huggingface` against Hugging Face's `normalizers` themselves.
 
-Hugging Face looks each grapheme cluster of fewer than 6 bytes up whole, so what it makes of a key
-followed (or preceded) by another character tells whether the two form one cluster: with the key "a",
-`a` + c normalizes to the key's replacement alone exactly when c joins `a`'s cluster.
+`PrecompiledNormalizer` (with `GraphemeClusters`): Hugging Face looks each grapheme cluster of fewer
+than 6 bytes up whole, so what it makes of a key followed (or preceded) by another character tells
+whether the two form one cluster: with the key "a", `a` + c normalizes to the key's replacement alone
+exactly when c joins `a`'s cluster. `NFD`, `NFKD`, `StripAccents`, `Lowercase`: every code point alone,
+and random runs of marks (canonical order).
 """
 
 import random
+import unicodedata
 
 import pytest
 import tensorflow as tf
@@ -13,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfsubword.files import sentencepiece_model as spm_model
-from tfsubword.text import grapheme_classes, normalization_rules
+from tfsubword.text import grapheme_classes, normalization_rules, unicode_normalizers
 from tfsubword.text.precompiled import PrecompiledNormalizer
 
 CODE_POINTS = [c for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]
@@ -97,3 +100,31 @@ def test_random_mixes_of_every_cluster_property(seed, request):
 def test_random_text_with_sentencepiece_rules(texts):
     blob = normalization_rules.precompiled_charsmap("nmt_nfkc")
     check(None, texts, blob)
+
+
+@pytest.mark.parametrize("kind", unicode_normalizers.KINDS)
+def test_unicode_normalizers_on_every_code_point_and_runs_of_marks(kind, request):
+    reference = getattr(pytest.importorskip("tokenizers").normalizers, kind)()
+    step = 1 if request.config.getoption("--full") else 31
+    rng = random.Random(kind)
+    marks = [c for c in CODE_POINTS if unicodedata.combining(chr(c))]
+    runs = [
+        "".join(chr(rng.choice(marks if rng.random() < 0.6 else CODE_POINTS)) for _ in range(rng.randint(1, 8)))
+        for _ in range(50000 // step)
+    ]
+    texts = [chr(c) for c in CODE_POINTS[::step]] + runs + ["ΣΑΣ Σ", "İstanbul", "Ạ̊́a", ""]
+    normalize = tf.function(unicode_normalizers.rewrite(kind).__call__)
+    got = [t.decode("utf-8") for t in normalize(tf.constant([t.encode("utf-8") for t in texts])).numpy()]
+    different = [(t, g, reference.normalize_str(t)) for t, g in zip(texts, got) if g != reference.normalize_str(t)]
+    assert not different, f"{len(texts) - len(different)}/{len(texts)} identical; first: {ascii(different[0])}"
+
+
+def test_unicode_normalizers_by_hand():
+    """Golden values: NFKD splits the ligature and İ and orders the marks (dot below, class 220, before
+    the acute, 230); StripAccents removes them; Lowercase has no final sigma and gives İ two characters."""
+    text = tf.constant(["\ufb01 a\u0301\u0323 \u0130"])
+    nfkd = unicode_normalizers.rewrite("NFKD")(text)
+    assert nfkd.numpy()[0].decode() == "fi a\u0323\u0301 I\u0307"
+    assert unicode_normalizers.rewrite("StripAccents")(nfkd).numpy()[0].decode() == "fi a I"
+    lowered = unicode_normalizers.rewrite("Lowercase")(tf.constant(["\u0130\u03a3\u03a3 \u03a3A"]))
+    assert lowered.numpy()[0].decode() == "i\u0307\u03c3\u03c3 \u03c3a"

@@ -1,0 +1,104 @@
+"""Hugging Face's `NFD`, `NFKD`, `StripAccents` and `Lowercase` normalizers in the graph: strings -> strings.
+
+Each replaces characters one at a time from a table (a decomposition, nothing for a mark, a lowercase
+letter); the decompositions then put each run of marks in canonical order (by combining class, stably).
+The tables are what `tokenizers` 0.23 knows (`text/huggingface_unicode.py`): the decompositions of the
+characters Unicode 11.0 had assigned (a later character is kept), the combining classes of those of
+Unicode 9.0 (a later character counts as a starter), the marks of Unicode 9.0, the lowercase letters
+of Unicode 17.0 (each character alone, no context: a capital sigma is always σ).
+"""
+
+import functools
+import unicodedata
+
+import numpy as np
+import tensorflow as tf
+
+from tfsubword import graph_ops as ops
+from tfsubword import tables
+from tfsubword.text import huggingface_unicode as data
+from tfsubword.text.bert import canonical_order
+
+# The normalizers this module reproduces, by the `type` of their JSON object.
+KINDS = ("NFD", "NFKD", "StripAccents", "Lowercase")
+
+
+class CharacterRewrite(tf.Module):
+    """Each character of a string replaced by `mapping[code point]` (a str) where it has one; with
+    `combining` (code point -> combining class), runs of marks then put in canonical order."""
+
+    def __init__(self, mapping, combining=None, name=None):
+        super().__init__(name=name)
+        targets = sorted(set(mapping.values()))
+        index = {target: i for i, target in enumerate(targets)}
+        rows = [[ord(char) for char in target] for target in targets]
+        self._target_values = tables.constant([c for row in rows for c in row], tf.int32, shape=[sum(map(len, rows))])
+        self._target_splits = tables.constant(np.cumsum([0] + [len(row) for row in rows]), tf.int64)
+        entries = np.zeros(0x110000, np.int32)
+        for code_point, target in mapping.items():
+            entries[code_point] = index[target] + 1
+        self._entries = tables.CodePointTable(entries, tf.int32)
+        self._combining = None
+        if combining:
+            classes = np.zeros(0x110000, np.int32)
+            for code_point, value in combining.items():
+                classes[code_point] = value
+            self._combining = tables.CodePointTable(classes, tf.int32)
+
+    def __call__(self, strings):
+        code_points, splits = ops.decode_utf8(strings)
+        entry = self._entries.lookup(code_points) - 1
+        replaced = entry >= 0
+        rows = ops.gather_rows(self._target_values, self._target_splits, tf.boolean_mask(entry, replaced))
+        values, value_splits = ops.substitute_rows(code_points, replaced, *rows)
+        splits = ops.take(value_splits, splits)
+        if self._combining is not None:
+            combining = self._combining.lookup(values)
+
+            def reordered():
+                return ops.take(values, canonical_order(ops.row_ids(splits), combining))
+
+            values = ops.rare_cond(tf.reduce_any(combining > 0), reordered, lambda: values)
+        return ops.encode_utf8(values, splits)
+
+
+def rewrite(kind):
+    """The `CharacterRewrite` of the normalizer `kind` (one of `KINDS`)."""
+    if kind in ("NFD", "NFKD"):
+        return CharacterRewrite(_decompositions(kind), _combining_classes())
+    if kind == "StripAccents":
+        return CharacterRewrite({c: "" for low, high in data.MARKS for c in range(low, high + 1)})
+    if kind == "Lowercase":
+        return CharacterRewrite(_lowercase())
+    raise ValueError(f"`kind` must be one of {', '.join(KINDS)}. Received: kind={kind!r}.")
+
+
+def _assigned(ranges):
+    return (c for low, high in ranges for c in range(low, high + 1))
+
+
+@functools.cache
+def _decompositions(form):
+    mapping = {}
+    for c in _assigned(data.ASSIGNED_BY_11):
+        target = unicodedata.normalize(form, chr(c))
+        if target != chr(c):
+            mapping[c] = target
+    return mapping
+
+
+@functools.cache
+def _combining_classes():
+    return {c: unicodedata.combining(chr(c)) for c in _assigned(data.ASSIGNED_BY_9) if unicodedata.combining(chr(c))}
+
+
+@functools.cache
+def _lowercase():
+    mapping = {}
+    for c in range(0x110000):
+        char = chr(c)
+        if c in data.NEWER_LOWERCASE and unicodedata.category(char) == "Cn":
+            mapping[c] = chr(data.NEWER_LOWERCASE[c])
+        elif not 0xD800 <= c < 0xE000 and char.lower() != char:
+            mapping[c] = char.lower()
+    return mapping
