@@ -6,7 +6,8 @@ Families: BERT uncased (the shared `tokenizer.json`); GPT-2, RoBERTa (a prefix s
 `<s> ... </s>`), Llama-3 (its split regex, ignore_merges) and Llama-2 (character-level BPE with byte
 fallback after `Prepend`/`Replace`): files Hugging Face trains on the real-text mix, 30,000 tokens;
 T5 (`Unigram` after `Precompiled` with SentencePiece's nmt_nfkc map, `Strip`, a regex `Replace` and a
-splitting `Metaspace`), 16,000 pieces.
+splitting `Metaspace`) and ALBERT (the same after quote `Replace`s, `NFKD`, `StripAccents` and
+`Lowercase`), 16,000 pieces.
 The files' truncation and padding are removed, so the layers give ragged ids and the ratio shows
 what the loaded layer adds to the bare one: finding added tokens, normalizing, framing. For each:
 the loaded layer, the bare layer (`WordPieceLayer`, `BPELayer` or `HuggingFaceUnigram` with the same
@@ -78,22 +79,26 @@ def family_files(mix):
     config = json.loads(llama2.to_str())
     config["model"]["vocab"].update({f"<0x{b:02X}>": len(config["model"]["vocab"]) + b for b in range(256)})
     files["llama2"] = json.dumps(config)
-    t5 = tokenizers.Tokenizer(tokenizers.models.Unigram())
-    t5.normalizer = normalizers.Sequence(
-        [
-            normalizers.Precompiled(normalization_rules.precompiled_charsmap("nmt_nfkc")),
-            normalizers.Strip(left=False, right=True),
-            normalizers.Replace(tokenizers.Regex(" {2,}"), "\u2581"),
-        ]
-    )
-    t5.pre_tokenizer = pre.Metaspace("\u2581", prepend_scheme="always")
-    t5.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
-    specials = ["<pad>", "</s>", "<unk>"]
-    t5.train_from_iterator(
-        mix, tokenizers.trainers.UnigramTrainer(vocab_size=16000, special_tokens=specials, unk_token="<unk>")
-    )
-    t5.post_processor = processors.TemplateProcessing(single=["$A", "</s>"], special_tokens=[("</s>", 1)])
-    files["t5"] = t5.to_str()
+    charsmap = normalizers.Precompiled(normalization_rules.precompiled_charsmap("nmt_nfkc"))
+    unicode_steps = [normalizers.NFKD(), normalizers.StripAccents(), normalizers.Lowercase()]
+    quotes = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    for family, steps, end in (
+        ("t5", [charsmap, normalizers.Strip(left=False, right=True)], ["$A", "</s>"]),
+        ("albert", [*quotes, *unicode_steps, charsmap], ["<s>", "$A", "</s>"]),
+    ):
+        unigram = tokenizers.Tokenizer(tokenizers.models.Unigram())
+        space = "\u2581" if family == "t5" else " "
+        unigram.normalizer = normalizers.Sequence([*steps, normalizers.Replace(tokenizers.Regex(" {2,}"), space)])
+        unigram.pre_tokenizer = pre.Metaspace("\u2581", prepend_scheme="always")
+        unigram.decoder = tokenizers.decoders.Metaspace("\u2581", prepend_scheme="always")
+        trainer = tokenizers.trainers.UnigramTrainer(
+            vocab_size=16000, special_tokens=["<pad>", "</s>", "<unk>", "<s>"], unk_token="<unk>"
+        )
+        unigram.train_from_iterator(mix, trainer)
+        unigram.post_processor = processors.TemplateProcessing(
+            single=end, special_tokens=[("</s>", 1), ("<s>", 3)] if family == "albert" else [("</s>", 1)]
+        )
+        files[family] = unigram.to_str()
     for family, text in files.items():
         config = json.loads(text)
         config["truncation"] = config["padding"] = None

@@ -473,6 +473,63 @@ def test_bad_input_raises_value_error(tmp_path):
         write_merges([("a b", "c")], str(tmp_path / "m.txt"))
 
 
+@functools.cache
+def small_files():
+    """The bytes of a vocab.json and a merges.txt of a small byte-level BPE trained here."""
+    vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=60, show_progress=False)
+    vocab_json = json.dumps({token: i for i, token in enumerate(vocabulary)}, ensure_ascii=False).encode("utf-8")
+    merges_txt = ("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)).encode("utf-8")
+    return vocab_json, merges_txt
+
+
+damage = st.tuples(
+    st.sampled_from(["replace", "delete", "insert", "truncate", "repeat"]),
+    st.floats(0, 1),
+    st.binary(min_size=1, max_size=8) | st.sampled_from([b"\xff", b"\x00", b'"', b"\n", b" ", b"{", b"\\u", b"1e999"]),
+)
+
+
+def damaged(data, change):
+    """`data` with one change at a relative position: bytes replaced, deleted, inserted, the end cut, or a
+    stretch repeated."""
+    kind, where, junk = change
+    at = int(where * len(data))
+    if kind == "replace":
+        return data[:at] + junk + data[at + len(junk) :]
+    if kind == "delete":
+        return data[:at] + data[at + len(junk) :]
+    if kind == "insert":
+        return data[:at] + junk + data[at:]
+    if kind == "truncate":
+        return data[:at]
+    return data[:at] + data[at : at + 40] + data[at:]
+
+
+@hypothesis.given(changes=st.lists(st.tuples(st.booleans(), damage), min_size=1, max_size=3))
+def test_damaged_vocab_json_and_merges_txt_give_a_layer_or_a_value_error(changes, tmp_path_factory):
+    """Hostile or corrupted files: a ValueError naming the problem, or a layer that encodes as Hugging Face
+    encodes with the same files when it reads them."""
+    files = dict(zip(("vocab.json", "merges.txt"), small_files()))
+    for in_vocabulary, change in changes:
+        name = "vocab.json" if in_vocabulary else "merges.txt"
+        files[name] = damaged(files[name], change)
+    directory = tmp_path_factory.mktemp("damaged")
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    paths = [str(directory / "vocab.json"), str(directory / "merges.txt")]
+    try:
+        layer = BPELayer(*paths)
+    except ValueError:
+        return
+    texts = ["hello world", "The quick brown fox.", " ab  cd"]
+    got = layer(tf.constant(texts)).to_list()
+    try:
+        reference = tokenizers_module().ByteLevelBPETokenizer(*paths)
+    except Exception:  # Hugging Face refuses what it cannot read; ours read it
+        return
+    assert got == [e.ids for e in reference.encode_batch(texts)]
+
+
 def test_train_bpe_bad_input(tmp_path):
     with pytest.raises(ValueError, match="at least 31"):
         train_bpe(SEED_CORPUS, vocab_size=30, show_progress=False)

@@ -488,7 +488,7 @@ UNSUPPORTED = [
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\s{2,}"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "^ +"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " *"}), "match nothing"),
-    ("t5", set_path(["normalizer", "normalizers", 1], {"type": "NFKD"}), "normalizer"),
+    ("t5", set_path(["normalizer", "normalizers", 1], {"type": "NFKC"}), "normalizer"),
     ("t5", set_path(["pre_tokenizer"], {"type": "WhitespaceSplit"}), "pre_tokenizer"),
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),

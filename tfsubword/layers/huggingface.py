@@ -206,7 +206,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
             self._decoder, self._decoder_problem = decoders.Decoder(components.decoder_steps(self.decoder)), None
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
-        self._normalizer_steps = [_normalizer_step(step) for step in self.normalizer]
+        self._normalizer_steps = _normalizer_steps(self.normalizer)
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -322,6 +322,22 @@ class HuggingFaceTokenizer(TokenizerLayer):
         return super().from_config(config)
 
 
+def _normalizer_steps(normalizer):
+    """The file's normalizer (its checked steps) as functions of `[n]` strings, to run in turn; runs of
+    Unicode normalizers (NFKD, StripAccents, Lowercase) in as few passes as they allow."""
+    steps, run = [], []
+    for step in [*normalizer, None]:
+        if step is not None and step["type"] in unicode_normalizers.KINDS:
+            run.append(step["type"])
+            continue
+        if run:
+            steps += unicode_normalizers.rewrites(run)
+            run = []
+        if step is not None:
+            steps.append(_normalizer_step(step))
+    return steps
+
+
 def _normalizer_step(step):
     """One step of the file's normalizer (its checked JSON object) as a function of `[n]` strings."""
     kind = step["type"]
@@ -329,8 +345,6 @@ def _normalizer_step(step):
         return lambda texts: tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
     if kind == "Precompiled":
         return PrecompiledNormalizer(base64.b64decode(step["precompiled_charsmap"]))
-    if kind in unicode_normalizers.KINDS:
-        return unicode_normalizers.rewrite(kind)
     if kind == "Strip":
         sides = []
         if step["strip_left"]:

@@ -7,6 +7,8 @@ and Indic conjuncts (GB9c). Each of those looks back over a run of characters; a
 positions finds the run's start for all characters at once.
 """
 
+import functools
+
 import numpy as np
 import tensorflow as tf
 
@@ -32,7 +34,7 @@ _BREAKS = {
     LV: classes.HANGUL_LV,
     LVT: classes.HANGUL_LVT,
 }
-_BREAK_MASK = 0xF
+BREAK_MASK = 0xF
 _PICTOGRAPHIC = 0x10  # Extended_Pictographic
 # Indic_Conjunct_Break values, in two bits above.
 _CONJUNCT_SHIFT = 5
@@ -44,9 +46,11 @@ _CONJUNCTS = {
 }
 
 
+@functools.cache
 def property_values():
     """Every code point's entry: its Grapheme_Cluster_Break value, `_PICTOGRAPHIC` if it is
-    Extended_Pictographic, its Indic_Conjunct_Break value shifted by `_CONJUNCT_SHIFT` (int8)."""
+    Extended_Pictographic, its Indic_Conjunct_Break value shifted by `_CONJUNCT_SHIFT` (int8; shared,
+    not to be changed)."""
     values = np.zeros(0x110000, np.int8)
     for value, ranges in _BREAKS.items():
         for low, high in ranges:
@@ -69,7 +73,7 @@ class GraphemeClusters(tf.Module):
     def starts(self, code_points, splits):
         """Code points (int32) in rows (`splits`, int64) -> whether each starts a cluster (bool)."""
         entries = tf.cast(self._properties.lookup(code_points), tf.int32)
-        kind = entries & _BREAK_MASK
+        kind = entries & BREAK_MASK
         conjunct = tf.bitwise.right_shift(entries, _CONJUNCT_SHIFT)
         pictographic = (entries & _PICTOGRAPHIC) != 0
         position = tf.range(tf.size(code_points, out_type=tf.int64))

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tfsubword import graph_ops as ops
 from tfsubword import tables
 from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.text import graphemes
 from tfsubword.text.graphemes import GraphemeClusters
 
 # Clusters of fewer bytes than this are looked up whole.
@@ -47,41 +48,51 @@ class PrecompiledNormalizer(tf.Module):
             [key.encode("utf-8") for key in keys], [index[rules[key]] for key in keys], -1, tf.string, tf.int32
         )
         self._clusters = GraphemeClusters()
+        kinds = graphemes.property_values() & graphemes.BREAK_MASK
+        joins = np.isin(
+            kinds, [graphemes.CR, graphemes.EXTEND, graphemes.ZWJ, graphemes.SPACING_MARK, graphemes.PREPEND]
+        )
+        self._joins = tables.CodePointTable(joins.astype(np.int8), tf.int8)
 
     def __call__(self, strings):
         """`[n]` UTF-8 strings -> `[n]` normalized strings (invalid UTF-8: one U+FFFD per sequence)."""
         code_points, splits = ops.decode_utf8(strings)
-        single = self._single.lookup(code_points)
-        replacement = single - 1
-        starts = self._clusters.starts(code_points, splits)
-        cluster_of = tf.cumsum(tf.cast(starts, tf.int64)) - 1
-        clusters = tf.size(ops.indices_where(starts), out_type=tf.int64)
-        lengths = tf.math.unsorted_segment_sum(tf.ones_like(cluster_of), cluster_of, clusters)
-        sizes = tf.math.unsorted_segment_sum(_utf8_lengths(code_points), cluster_of, clusters)
-        short = ops.indices_where((lengths > 1) & (sizes < _WHOLE_CLUSTER_BYTES))
-
-        def whole_clusters():
-            # The shortest key that starts each short cluster of several characters: its replacement
-            # stands for the cluster, written at its first character; the others write nothing.
-            cluster_starts = ops.indices_where(starts)
-            first = ops.take(cluster_starts, short)
-            found = tf.fill(tf.shape(short), -1)
-            last = tf.size(code_points, out_type=tf.int64) - 1
-            for length in range(_MOST_CHARS, 0, -1):
-                at = tf.minimum(first[:, None] + tf.range(length, dtype=tf.int64)[None, :], last)
-                prefix = tf.strings.unicode_encode(ops.take(code_points, at), "UTF-8")
-                hit = tf.where(ops.take(lengths, short) >= length, self._keys.lookup(prefix), -1)
-                found = tf.where(hit >= 0, hit, found)
-            hit_clusters = tf.boolean_mask(short, found >= 0)
-            whole = tf.scatter_nd(hit_clusters[:, None], tf.boolean_mask(found, found >= 0) + 1, [clusters]) - 1
-            in_whole = ops.take(whole, cluster_of) >= 0
-            return tf.where(in_whole, tf.where(starts, ops.take(whole, cluster_of), self._nothing), replacement)
-
-        replacement = ops.rare_cond(tf.size(short) > 0, whole_clusters, lambda: replacement)
+        replacement = self._single.lookup(code_points) - 1
+        # Without a character that joins the one before it (or the one after it), every cluster of
+        # fewer than 6 bytes is one character: Hangul clusters, pairs of flags and emoji joined by
+        # ZWJ take 6 bytes or more.
+        joins = self._joins.lookup(code_points) > 0
+        replacement = ops.rare_cond(
+            tf.reduce_any(joins), lambda: self._by_clusters(code_points, splits, replacement), lambda: replacement
+        )
         replaced = replacement >= 0
         rows = ops.gather_rows(self._target_values, self._target_splits, tf.boolean_mask(replacement, replaced))
         values, value_splits = ops.substitute_rows(code_points, replaced, *rows)
         return ops.encode_utf8(values, ops.take(value_splits, splits))
+
+    def _by_clusters(self, code_points, splits, replacement):
+        """`replacement` (per character: the row it is replaced by, or -1) with each short cluster of
+        several characters that starts with a key: its first character replaced by the shortest
+        key's replacement, the others by nothing."""
+        starts = self._clusters.starts(code_points, splits)
+        cluster_of = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+        cluster_starts = ops.indices_where(starts)
+        clusters = tf.size(cluster_starts, out_type=tf.int64)
+        lengths = tf.math.unsorted_segment_sum(tf.ones_like(cluster_of), cluster_of, clusters)
+        sizes = tf.math.unsorted_segment_sum(_utf8_lengths(code_points), cluster_of, clusters)
+        short = ops.indices_where((lengths > 1) & (sizes < _WHOLE_CLUSTER_BYTES))
+        first = ops.take(cluster_starts, short)
+        found = tf.fill(tf.shape(short), -1)
+        last = tf.size(code_points, out_type=tf.int64) - 1
+        for length in range(_MOST_CHARS, 0, -1):  # the shortest key last, so that it wins
+            at = tf.minimum(first[:, None] + tf.range(length, dtype=tf.int64)[None, :], last)
+            prefix = tf.strings.unicode_encode(ops.take(code_points, at), "UTF-8")
+            hit = tf.where(ops.take(lengths, short) >= length, self._keys.lookup(prefix), -1)
+            found = tf.where(hit >= 0, hit, found)
+        hit_clusters = tf.boolean_mask(short, found >= 0)
+        whole = tf.scatter_nd(hit_clusters[:, None], tf.boolean_mask(found, found >= 0) + 1, [clusters]) - 1
+        in_whole = ops.take(whole, cluster_of) >= 0
+        return tf.where(in_whole, tf.where(starts, ops.take(whole, cluster_of), self._nothing), replacement)
 
 
 def _utf8_lengths(code_points):

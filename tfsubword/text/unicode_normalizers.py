@@ -64,13 +64,53 @@ class CharacterRewrite(tf.Module):
 
 def rewrite(kind):
     """The `CharacterRewrite` of the normalizer `kind` (one of `KINDS`)."""
+    return rewrites([kind])[0]
+
+
+def rewrites(kinds):
+    """`CharacterRewrite`s that do what the normalizers `kinds` (each one of `KINDS`) do in turn, in as
+    few passes as they can: steps that rewrite characters one at a time join into one table. A
+    decomposition puts marks in canonical order, which only a pass of its own can do, unless
+    `StripAccents` comes after it: every character with a combining class of Unicode 9.0 is one of
+    its marks, so the order of marks never shows."""
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"`kind` must be one of {', '.join(KINDS)}. Received: kind={kind!r}.")
+    passes, run = [], []
+    for index, kind in enumerate(kinds):
+        run.append(kind)
+        ordered = kind in ("NFD", "NFKD") and "StripAccents" not in kinds[index + 1 :]
+        if ordered or index == len(kinds) - 1:
+            passes.append(CharacterRewrite(_composed(tuple(run)), _combining_classes() if ordered else None))
+            run = []
+    return passes
+
+
+@functools.cache
+def _composed(kinds):
+    """code point -> what the per-character tables of `kinds` make of it, one after the other."""
+    tables_ = [_table(kind) for kind in kinds]
+    mapping = {}
+    for c in sorted(set().union(*tables_)):
+        text = chr(c)
+        for table in tables_:
+            text = "".join(table.get(ord(char), char) for char in text)
+        if text != chr(c):
+            mapping[c] = text
+    return mapping
+
+
+def _table(kind):
     if kind in ("NFD", "NFKD"):
-        return CharacterRewrite(_decompositions(kind), _combining_classes())
+        return _decompositions(kind)
     if kind == "StripAccents":
-        return CharacterRewrite({c: "" for low, high in data.MARKS for c in range(low, high + 1)})
-    if kind == "Lowercase":
-        return CharacterRewrite(_lowercase())
-    raise ValueError(f"`kind` must be one of {', '.join(KINDS)}. Received: kind={kind!r}.")
+        return _marks()
+    return _lowercase()
+
+
+@functools.cache
+def _marks():
+    return {c: "" for low, high in data.MARKS for c in range(low, high + 1)}
 
 
 def _assigned(ranges):
