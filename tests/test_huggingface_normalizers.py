@@ -112,7 +112,11 @@ def test_unicode_normalizers_on_every_code_point_and_runs_of_marks(kind, request
         "".join(chr(rng.choice(marks if rng.random() < 0.6 else CODE_POINTS)) for _ in range(rng.randint(1, 8)))
         for _ in range(50000 // step)
     ]
-    texts = [chr(c) for c in CODE_POINTS[::step]] + runs + ["ΣΑΣ Σ", "İstanbul", "Ạ̊́a", ""]
+    texts = (
+        [chr(c) for c in CODE_POINTS[::step]]
+        + runs
+        + ["ΣΑΣ Σ", "İstanbul", "Plain ASCII, Capitals AND digits 42.", "Ạ̊́a", ""]
+    )
     normalize = tf.function(unicode_normalizers.rewrite(kind).__call__)
     got = [t.decode("utf-8") for t in normalize(tf.constant([t.encode("utf-8") for t in texts])).numpy()]
     different = [(t, g, reference.normalize_str(t)) for t, g in zip(texts, got) if g != reference.normalize_str(t)]
@@ -153,6 +157,7 @@ def test_runs_of_unicode_normalizers_in_one_pass_each(kinds, request):
         "".join(chr(rng.choice(marks if rng.random() < 0.5 else CODE_POINTS)) for _ in range(rng.randint(1, 8)))
         for _ in range(50000 // step)
     ]
+    texts += ["Plain ASCII, Capitals AND digits 42.", "\x00\x7f ~", "ÀB ﬁ"]
 
     def normalize(strings):
         for rewrite in passes:

@@ -6,6 +6,7 @@ general-purpose wrappers (`tf.boolean_mask`, `tf.repeat`, validated `tf.RaggedTe
 do with dozens. Ragged structure is passed around as flat values plus int64 row splits.
 """
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
@@ -191,6 +192,48 @@ def rare_cond(pred, true_fn, false_fn):
         if op.type in ("If", "StatelessIf"):
             op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))  # no public setter
     return result
+
+
+def re2_none_of(mask):
+    """An RE2 pattern that fully matches the strings holding none of the code points where the bool
+    array `mask` (by code point) is set; invalid UTF-8 never matches it. `mask` must set one at least."""
+    ranges = code_point_ranges(np.nonzero(mask)[0])
+    return "[^" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]*"
+
+
+def code_point_ranges(sorted_values):
+    """Sorted distinct ints -> the (first, last) of each run of consecutive ones."""
+    if not len(sorted_values):
+        return []
+    sorted_values = np.asarray(sorted_values)
+    breaks = np.nonzero(np.diff(sorted_values) > 1)[0]
+    firsts = np.concatenate([[sorted_values[0]], sorted_values[breaks + 1]])
+    lasts = np.concatenate([sorted_values[breaks], [sorted_values[-1]]])
+    return list(zip(firsts.tolist(), lasts.tolist()))
+
+
+def replace_values(values, entry, table_values, table_splits):
+    """Each of `values` (int32) replaced by row `entry[i]` of the ragged table (`table_values` with one
+    spare value at its end, `table_splits` int64) where `entry[i] >= 0`, else kept: (values, row splits
+    int64, one row per value). When every row used has one value, one gather does it."""
+    row = tf.maximum(entry, 0)
+    starts = take(table_splits, row)
+    lengths = tf.where(entry >= 0, take(table_splits, row + 1) - starts, 1)
+    size = tf.size(values, out_type=tf.int64)
+
+    def one_each():
+        return tf.where(entry >= 0, take(table_values, starts), values), tf.range(size + 1)
+
+    def in_rows():
+        splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
+        source = row_ids(splits)
+        offset = tf.range(splits[-1]) - take(splits, source)
+        from_table = take(entry, source) >= 0
+        spare = tf.size(table_values, out_type=tf.int64) - 1
+        replaced = take(table_values, tf.where(from_table, take(starts, source) + offset, spare))
+        return tf.where(from_table, replaced, take(values, source)), splits
+
+    return rare_cond(tf.reduce_all(lengths == 1), one_each, in_rows)
 
 
 def re2_literal(text):

@@ -34,7 +34,8 @@ class PrecompiledNormalizer(tf.Module):
         # Then an empty replacement, for the characters of a cluster after its first.
         targets = [[ord(char) for char in replacement] for replacement in replacements] + [[]]
         self._nothing = len(replacements)
-        self._target_values = tables.constant([c for t in targets for c in t], tf.int32, shape=[sum(map(len, targets))])
+        values = [c for t in targets for c in t] + [0]  # a spare value for `ops.replace_values`
+        self._target_values = tables.constant(values, tf.int32, shape=[len(values)])
         self._target_splits = tables.constant(np.cumsum([0] + [len(t) for t in targets]), tf.int64)
         # The replacement of each one-character key, + 1 (0: not a key).
         single = np.zeros(0x110000, np.int32)
@@ -53,9 +54,18 @@ class PrecompiledNormalizer(tf.Module):
             kinds, [graphemes.CR, graphemes.EXTEND, graphemes.ZWJ, graphemes.SPACING_MARK, graphemes.PREPEND]
         )
         self._joins = tables.CodePointTable(joins.astype(np.int8), tf.int8)
+        # Texts without a one-character key, a joining character or U+FFFD (maybe invalid UTF-8) are
+        # left as they are, without decoding them.
+        special = joins | (single > 0)
+        special[0xFFFD] = True
+        self._plain = ops.re2_none_of(special)
 
     def __call__(self, strings):
         """`[n]` UTF-8 strings -> `[n]` normalized strings (invalid UTF-8: one U+FFFD per sequence)."""
+        rewritten = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain))
+        return tf.tensor_scatter_nd_update(strings, rewritten[:, None], self._rewrite(ops.take(strings, rewritten)))
+
+    def _rewrite(self, strings):
         code_points, splits = ops.decode_utf8(strings)
         replacement = self._single.lookup(code_points) - 1
         # Without a character that joins the one before it (or the one after it), every cluster of
@@ -65,9 +75,7 @@ class PrecompiledNormalizer(tf.Module):
         replacement = ops.rare_cond(
             tf.reduce_any(joins), lambda: self._by_clusters(code_points, splits, replacement), lambda: replacement
         )
-        replaced = replacement >= 0
-        rows = ops.gather_rows(self._target_values, self._target_splits, tf.boolean_mask(replacement, replaced))
-        values, value_splits = ops.substitute_rows(code_points, replaced, *rows)
+        values, value_splits = ops.replace_values(code_points, replacement, self._target_values, self._target_splits)
         return ops.encode_utf8(values, ops.take(value_splits, splits))
 
     def _by_clusters(self, code_points, splits, replacement):

@@ -65,8 +65,8 @@ class SentencePieceNormalizer(tf.Module):
         special = flags & (_SINGLE | _SECOND) != 0
         special[[REPLACEMENT, ESCAPED_SPACE]] = True
         special[_SPLIT_WHITESPACE] = True  # `tf.strings.split` would split there
-        ranges = _ranges(np.nonzero(special)[0])
-        self._plain_line = "[^" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]*"
+        ranges = ops.code_point_ranges(np.nonzero(special)[0])
+        self._plain_line = ops.re2_none_of(special)
         self.splits_words = (
             spec.add_dummy_prefix
             and spec.remove_extra_whitespaces
@@ -390,16 +390,6 @@ def _key_flags(keys):
     flags[np.array([ord(key[0]) for key in longer], np.int64)] |= _FIRST
     flags[np.array([ord(key[1]) for key in longer], np.int64)] |= _SECOND
     return flags
-
-
-def _ranges(sorted_values):
-    """Sorted distinct ints -> the (first, last) of each run of consecutive ones."""
-    if not len(sorted_values):
-        return []
-    breaks = np.nonzero(np.diff(sorted_values) > 1)[0]
-    firsts = np.concatenate([[sorted_values[0]], sorted_values[breaks + 1]])
-    lasts = np.concatenate([sorted_values[breaks], [sorted_values[-1]]])
-    return list(zip(firsts.tolist(), lasts.tolist()))
 
 
 def one_replacement_per_invalid_byte(strings, code_points, starts, splits):

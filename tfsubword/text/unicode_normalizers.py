@@ -32,25 +32,44 @@ class CharacterRewrite(tf.Module):
         targets = sorted(set(mapping.values()))
         index = {target: i for i, target in enumerate(targets)}
         rows = [[ord(char) for char in target] for target in targets]
-        self._target_values = tables.constant([c for row in rows for c in row], tf.int32, shape=[sum(map(len, rows))])
+        values = [c for row in rows for c in row] + [0]  # a spare value for `ops.replace_values`
+        self._target_values = tables.constant(values, tf.int32, shape=[len(values)])
         self._target_splits = tables.constant(np.cumsum([0] + [len(row) for row in rows]), tf.int64)
         entries = np.zeros(0x110000, np.int32)
         for code_point, target in mapping.items():
             entries[code_point] = index[target] + 1
         self._entries = tables.CodePointTable(entries, tf.int32)
         self._combining = None
+        special = entries > 0
         if combining:
             classes = np.zeros(0x110000, np.int32)
             for code_point, value in combining.items():
                 classes[code_point] = value
             self._combining = tables.CodePointTable(classes, tf.int32)
+            special |= classes > 0
+        # Texts without a character to replace or order, or U+FFFD (maybe invalid UTF-8), are left
+        # as they are, without decoding them.
+        special[0xFFFD] = True
+        self._plain = ops.re2_none_of(special)
+        # Where the table does to ASCII what `tf.strings.lower` does (capitals to small letters, the
+        # rest kept), ASCII texts take that op instead of decoding.
+        self._ascii_lower = {c: mapping[c] for c in range(128) if c in mapping} == {
+            c: chr(c).lower() for c in range(ord("A"), ord("Z") + 1)
+        }
 
     def __call__(self, strings):
+        rewritten = ~tf.strings.regex_full_match(strings, self._plain)
+        if self._ascii_lower:
+            ascii = rewritten & tf.strings.regex_full_match(strings, "[\\x00-\\x7f]*")
+            strings = tf.where(ascii, tf.strings.lower(strings), strings)
+            rewritten &= ~ascii
+        rewritten = ops.indices_where(rewritten)
+        return tf.tensor_scatter_nd_update(strings, rewritten[:, None], self._rewrite(ops.take(strings, rewritten)))
+
+    def _rewrite(self, strings):
         code_points, splits = ops.decode_utf8(strings)
         entry = self._entries.lookup(code_points) - 1
-        replaced = entry >= 0
-        rows = ops.gather_rows(self._target_values, self._target_splits, tf.boolean_mask(entry, replaced))
-        values, value_splits = ops.substitute_rows(code_points, replaced, *rows)
+        values, value_splits = ops.replace_values(code_points, entry, self._target_values, self._target_splits)
         splits = ops.take(value_splits, splits)
         if self._combining is not None:
             combining = self._combining.lookup(values)
