@@ -207,6 +207,18 @@ class HuggingFaceTokenizer(TokenizerLayer):
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
         self._normalizer_steps = _normalizer_steps(self.normalizer)
+        self._spaces = " "
+        last = self.normalizer[-1] if self.normalizer else {}
+        if (
+            self.pre_tokenizer
+            and self._splitters[1] is None
+            and last.get("type") == "Replace"
+            and last["pattern"] == {"Regex": " {2,}"}
+            and last["content"] in (" ", self.pre_tokenizer[0]["replacement"])
+        ):
+            # Runs of spaces become one (SentencePiece's converted files), then the pre-tokenizer's
+            # character: one pass.
+            self._normalizer_steps, self._spaces = self._normalizer_steps[:-1], " +"
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -247,7 +259,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
     def _model_ids(self, texts, first):
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
             replacement = step["replacement"]
-            texts = tf.strings.regex_replace(texts, " ", decoders.rewrite(replacement))
+            texts = tf.strings.regex_replace(texts, self._spaces, decoders.rewrite(replacement))
             if step["prepend_scheme"] != "never":
                 bare = (tf.strings.length(texts) > 0) & (
                     tf.strings.substr(texts, 0, len(replacement.encode())) != replacement
