@@ -267,6 +267,8 @@ def re2_pattern(pattern):
             escaped = pattern[position + 1]
             position += 2
             if escaped in "Az":
+                if position < len(pattern) and pattern[position] in "*+?{":
+                    fail("a repeated anchor")
                 return "\\" + escaped, True
             if escaped not in _REGEX_SYNTAX and escaped not in "-/ #":
                 fail(f"the escape \\{escaped}")
@@ -293,9 +295,11 @@ def re2_pattern(pattern):
             end = pattern.find("}", position)
             low, _, high = pattern[position + 1 : end].partition(",") if end > 0 else ("", "", "")
             bounds = pattern[position + 1 : end] if end > 0 else ""
+            digits = set("0123456789")
             if (
-                not low.isdigit()
-                or not (high.isdigit() or high == "")
+                not low
+                or not set(low) <= digits
+                or not set(high) <= digits
                 or int(low) > 1000
                 or (high and int(high) > 1000)
             ):

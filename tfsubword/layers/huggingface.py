@@ -7,6 +7,7 @@
 """
 
 import base64
+import json
 
 import keras
 import tensorflow as tf
@@ -366,6 +367,11 @@ def _normalizer_step(step):
         return lambda texts: tf.strings.regex_replace(texts, "|".join(sides), "") if sides else texts
     pattern = step["pattern"]
     old = ops.re2_literal(pattern["String"]) if "String" in pattern else components.re2_pattern(pattern["Regex"])
+    with tf.init_scope():  # RE2 refuses some patterns the parser lets through (too large): now, not when called
+        try:
+            tf.strings.regex_full_match("", old)
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}: {error.message}") from None
     return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
 
 
