@@ -34,8 +34,7 @@ _PROPERTIES = [
     grapheme_classes.HANGUL_L,
     grapheme_classes.HANGUL_V,
     grapheme_classes.HANGUL_T,
-    grapheme_classes.HANGUL_LV,
-    grapheme_classes.HANGUL_LVT,
+    ((0xAC00, 0xD7A3),),  # Hangul syllables, LV and LVT
     grapheme_classes.EXTENDED_PICTOGRAPHIC,
     grapheme_classes.CONJUNCT_CONSONANT,
     grapheme_classes.CONJUNCT_EXTEND,

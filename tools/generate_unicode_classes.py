@@ -57,6 +57,15 @@ def formatted(name, pairs):
     return "\n".join(lines)
 
 
+def packed(name, pairs):
+    """`name = packed_ranges("...")`: the ranges as hexadecimal text, eight to a line (a tuple
+    literal would take a line per range)."""
+    items = [f"{low:04X}" if low == high else f"{low:04X}-{high:04X}" for low, high in pairs]
+    lines = [f"{name} = packed_ranges("]
+    lines += [f'    "{" ".join(items[i : i + 8])} "' for i in range(0, len(items), 8)]
+    return "\n".join(lines + [")"])
+
+
 def main():
     letters = ranges(lambda char: unicodedata2.category(char).startswith("L"))
     numbers = ranges(lambda char: unicodedata2.category(char).startswith("N"))

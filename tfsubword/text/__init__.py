@@ -4,3 +4,11 @@ The per-code-point rules are tabulated in Python (`unicode_data`, `normalization
 `unicode_classes`) and applied with core ops (`bert`, `sentencepiece`, `byte_level`). Layers and
 trainers use the same functions, so a vocabulary is trained on the words the layer will see.
 """
+
+
+def packed_ranges(text):
+    """Inclusive code-point ranges written as hexadecimal `FIRST-LAST` (or `FIRST` alone), separated by
+    spaces, as the generated tables hold them -> a tuple of (first, last) pairs."""
+    return tuple(
+        (int(first, 16), int(last or first, 16)) for first, _, last in (r.partition("-") for r in text.split())
+    )

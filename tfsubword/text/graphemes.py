@@ -31,9 +31,10 @@ _BREAKS = {
     L: classes.HANGUL_L,
     V: classes.HANGUL_V,
     T: classes.HANGUL_T,
-    LV: classes.HANGUL_LV,
-    LVT: classes.HANGUL_LVT,
 }
+# Hangul syllables: LV every 28 code points from the first (no final consonant), LVT between.
+_SYLLABLES = (0xAC00, 0xD7A4)
+_SYLLABLES_PER_LV = 28
 BREAK_MASK = 0xF
 _PICTOGRAPHIC = 0x10  # Extended_Pictographic
 # Indic_Conjunct_Break values, in two bits above.
@@ -55,6 +56,9 @@ def property_values():
     for value, ranges in _BREAKS.items():
         for low, high in ranges:
             values[low : high + 1] = value
+    first, end = _SYLLABLES
+    values[first:end] = LVT
+    values[first:end:_SYLLABLES_PER_LV] = LV
     for low, high in classes.EXTENDED_PICTOGRAPHIC:
         values[low : high + 1] |= _PICTOGRAPHIC
     for value, ranges in _CONJUNCTS.items():

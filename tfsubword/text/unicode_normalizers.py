@@ -139,7 +139,7 @@ def _assigned(ranges):
 @functools.cache
 def _decompositions(form):
     mapping = {}
-    for c in _assigned(data.ASSIGNED_BY_11):
+    for c in _assigned(data.ASSIGNED_BY_9 + data.ASSIGNED_IN_10_OR_11):
         target = unicodedata.normalize(form, chr(c))
         if target != chr(c):
             mapping[c] = target
