@@ -194,11 +194,16 @@ def rare_cond(pred, true_fn, false_fn):
     return result
 
 
+def re2_class(ranges, negate=False, extra=""):
+    """An RE2 character class of the inclusive code point `ranges` (after `extra`, RE2 text)."""
+    parts = [f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in ranges]
+    return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
+
+
 def re2_none_of(mask):
     """An RE2 pattern that fully matches the strings holding none of the code points where the bool
     array `mask` (by code point) is set; invalid UTF-8 never matches it. `mask` must set one at least."""
-    ranges = code_point_ranges(np.nonzero(mask)[0])
-    return "[^" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]*"
+    return re2_class(code_point_ranges(np.nonzero(mask)[0]), negate=True) + "*"
 
 
 def code_point_ranges(sorted_values):

@@ -27,7 +27,7 @@ from tfsubword.text.precompiled import PrecompiledNormalizer
 
 _SIDES = ("right", "left")
 # Unicode's White_Space, which Hugging Face's `Strip` removes.
-_WHITE_SPACE = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in unicode_classes.WHITE_SPACE) + "]"
+_WHITE_SPACE = ops.re2_class(unicode_classes.WHITE_SPACE)
 
 
 def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):

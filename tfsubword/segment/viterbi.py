@@ -169,8 +169,9 @@ class Viterbi(tf.Module):
         raw = paths["piece"], ops.splits_from_row_ids(path_words, n_distinct)
         pieces, piece_splits = self._unknowns(*raw, distinct_values) if merge else raw
         length = distinct_splits[1:] - distinct_splits[:-1]
-        suspect_args = (self.lattice, smallest_gap, length, occurrence, word_lines)
-        suspects = None if self._words_alone else viterbi_exact.suspects(*suspect_args)
+        suspects = None
+        if not self._words_alone:  # Hugging Face segments each word alone, in double precision
+            suspects = viterbi_exact.suspects(self.lattice, smallest_gap, length, occurrence, word_lines)
 
         def segment_fragile_again():
             fragile = viterbi_exact.fragile(

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables
-from tfsubword.text import byte_level, unicode_classes
+from tfsubword.text import unicode_classes
 
 _MARK = b"\xff"
 _TOKEN = b"\xfe"
@@ -21,7 +21,7 @@ _TOKEN = b"\xfe"
 
 def _alternative(token):
     escaped = ops.re2_literal(token.content)
-    space = byte_level.character_class(unicode_classes.WHITE_SPACE)
+    space = ops.re2_class(unicode_classes.WHITE_SPACE)
     return (f"{space}*" if token.lstrip else "") + escaped + (f"{space}*" if token.rstrip else "")
 
 
@@ -33,7 +33,7 @@ class AddedTokens(tf.Module):
         ordered = sorted(tokens, key=lambda token: -len(token.content.encode("utf-8")))
         self._pattern = "|".join(_alternative(token) for token in ordered)
         self._strips = any(token.lstrip or token.rstrip for token in tokens)
-        self._space = byte_level.character_class(unicode_classes.WHITE_SPACE)
+        self._space = ops.re2_class(unicode_classes.WHITE_SPACE)
         self._ids = tables.hash_table(
             [token.content.encode("utf-8") for token in tokens], [token.id for token in tokens], -1, tf.string, tf.int32
         )

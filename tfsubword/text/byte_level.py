@@ -24,6 +24,7 @@ import functools
 
 import tensorflow as tf
 
+from tfsubword import graph_ops as ops
 from tfsubword.text import unicode_classes
 
 _MARK = b"\xff"
@@ -65,12 +66,6 @@ def from_byte_level(token):
         return None
 
 
-def character_class(ranges, negate=False, extra=""):
-    """An RE2 character class of the inclusive code point `ranges`."""
-    parts = [f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in ranges]
-    return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
-
-
 # The pre-tokenizers, by the name of their pattern: GPT-2's; GPT-4's `cl100k_base`, which Llama-3
 # uses; and Qwen2's, which is cl100k's taking one digit at a time (the regular expressions:
 # `files.huggingface_components.SPLIT_PATTERNS`).
@@ -82,12 +77,12 @@ def _patterns(name):
     """(pass 1: the look-ahead's cuts, its rewrite, pass 2: the tokens) for the pattern `name`."""
     spaces = unicode_classes.WHITE_SPACE
     letters, numbers = unicode_classes.LETTERS, unicode_classes.NUMBERS
-    space = character_class(spaces)
-    non_space = character_class(spaces, negate=True)
-    letter, number = character_class(letters), character_class(numbers)
-    other = character_class(spaces + letters + numbers, negate=True)
+    space = ops.re2_class(spaces)
+    non_space = ops.re2_class(spaces, negate=True)
+    letter, number = ops.re2_class(letters), ops.re2_class(numbers)
+    other = ops.re2_class(spaces + letters + numbers, negate=True)
     if name == "gpt2":
-        other_space = character_class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
+        other_space = ops.re2_class([(low, high) for low, high in spaces if (low, high) != (0x20, 0x20)])
         assert other_space != space and (0x20, 0x20) in spaces
         # Pass 1, the look-ahead's cuts: a run that ends with a whitespace other than a space, then a
         # non-space (the run's head, its last character, the rest); or a run of two or more ending with
@@ -102,10 +97,10 @@ def _patterns(name):
     # (`[^\r\n\p{L}\p{N}]?\p{L}+` or ` ?[^\s\p{L}\p{N}]+`) or stands alone, as the
     # second pass decides.
     line_breaks = ((0x0A, 0x0A), (0x0D, 0x0D))
-    inline_space = character_class([(c, c) for low, high in spaces for c in range(low, high + 1) if c not in (10, 13)])
+    inline_space = ops.re2_class([(c, c) for low, high in spaces for c in range(low, high + 1) if c not in (10, 13)])
     cuts = f"({inline_space}+)({inline_space}{non_space})"
     cuts_rewrite = b"\\1" + _MARK + b"\\2"
-    letter_lead = character_class(line_breaks + letters + numbers, negate=True)
+    letter_lead = ops.re2_class(line_breaks + letters + numbers, negate=True)
     digits = f"{number}{{1,3}}" if name == "llama3" else number
     tokens = (
         f"(?i:'s|'t|'re|'ve|'m|'ll|'d)|{letter_lead}?{letter}+|{digits}| ?{other}+[\\r\\n]*|{space}*[\\r\\n]+|{space}+"
