@@ -29,7 +29,7 @@ import realtext as rt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfsubword  # noqa: E402
-from tfsubword.layers.huggingface_unigram import HuggingFaceUnigram  # noqa: E402
+from tfsubword.layers.huggingface_models import HuggingFaceUnigram  # noqa: E402
 from tfsubword.text import normalization_rules  # noqa: E402
 
 LOADED, BARE, HF = "loaded", "bare", "HF tokenizers"

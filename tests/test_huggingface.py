@@ -7,7 +7,9 @@ Llama-2 files are converted from a SentencePiece BPE model, as `transformers` co
 (`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). T5's pipeline (`Precompiled`,
 `Strip`, a regex `Replace`, a splitting `Metaspace`, `Unigram`) is converted from a SentencePiece unigram
 model and trained by `tokenizers`; ALBERT's (quotes, `NFKD`, `StripAccents`, `Lowercase`, then
-`Precompiled`) is converted from one. Ids must equal `Tokenizer.encode(...).ids` exactly.
+`Precompiled`) is converted from one; the trained T5-style file with byte fallback added is Unigram's.
+Three more are trained with pre-tokenizers that cut words (`Whitespace`, `Digits`, `WhitespaceSplit`,
+`Punctuation`, `Split`) for each model. Ids must equal `Tokenizer.encode(...).ids` exactly.
 """
 
 import functools
@@ -40,6 +42,10 @@ FAMILIES = (
     "t5",
     "t5-trained",
     "albert",
+    "unigram-bytes",
+    "bpe-whitespace",
+    "wordpiece-words",
+    "unigram-words",
 )
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -152,8 +158,18 @@ def family_json(family):
         return llama2_from_sentencepiece(metaspace=family == "llama2-metaspace")
     if family.startswith("t5"):
         return t5_file(trained=family == "t5-trained")
+    if family == "unigram-bytes":
+        # The trained T5-style file with byte fallback: characters it lacks become their bytes.
+        config = json.loads(family_json("t5-trained"))
+        config["model"]["byte_fallback"] = True
+        config["model"]["vocab"] += [[f"<0x{byte:02X}>", -20.0] for byte in range(256)]
+        decoders = [{"type": "ByteFallback"}, config["decoder"]]
+        config["decoder"] = {"type": "Sequence", "decoders": decoders}
+        return json.dumps(config)
     if family == "albert":
         return albert_file()
+    if family in WORD_FAMILIES:
+        return words_file(family)
     if family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tokenizer = implementations.ByteLevelBPETokenizer(add_prefix_space=True)
@@ -163,6 +179,46 @@ def family_json(family):
         tokenizer._tokenizer.enable_padding(pad_id=1, pad_token="<pad>", direction="left", pad_to_multiple_of=8)
         return tokenizer._tokenizer.to_str()
     raise AssertionError(family)
+
+
+# Files whose pre-tokenizer cuts words (Split, Whitespace, ...), each word then through the model alone.
+WORD_FAMILIES = ("bpe-whitespace", "wordpiece-words", "unigram-words")
+
+
+def words_file(family):
+    """Hugging Face's quick-tour BPE (`Whitespace`, `[CLS] $A [SEP]`); WordPiece after `NFD`,
+    `Lowercase`, `StripAccents`, cut by `Whitespace` and single `Digits`; Unigram cut by
+    `WhitespaceSplit`, contiguous `Punctuation` and an inverted `Split`."""
+    tokenizers = tokenizers_module()
+    models, pre, normalizers = tokenizers.models, tokenizers.pre_tokenizers, tokenizers.normalizers
+    trainers = tokenizers.trainers
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    if family == "bpe-whitespace":
+        tokenizer = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]"))
+        tokenizer.pre_tokenizer = pre.Whitespace()
+        trainer = trainers.BpeTrainer(vocab_size=4000, special_tokens=specials, show_progress=False)
+    elif family == "wordpiece-words":
+        tokenizer = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=20))
+        tokenizer.normalizer = normalizers.Sequence(
+            [normalizers.NFD(), normalizers.Lowercase(), normalizers.StripAccents()]
+        )
+        tokenizer.pre_tokenizer = pre.Sequence([pre.Whitespace(), pre.Digits(individual_digits=True)])
+        tokenizer.decoder = tokenizers.decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=4000, special_tokens=specials, show_progress=False)
+    else:
+        tokenizer = tokenizers.Tokenizer(models.Unigram())
+        split = pre.Split(tokenizers.Regex("(?:a|e|i|o|u)+"), "merged_with_next", invert=True)
+        tokenizer.pre_tokenizer = pre.Sequence([pre.WhitespaceSplit(), pre.Punctuation("contiguous"), split])
+        specials = ["<unk>", "<s>", "</s>"]
+        trainer = trainers.UnigramTrainer(
+            vocab_size=3000, special_tokens=specials, unk_token="<unk>", show_progress=False
+        )
+    tokenizer.train(training_files(), trainer)
+    if family != "unigram-words":
+        tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+        )
+    return tokenizer.to_str()
 
 
 def sentencepiece_bpe_model():
@@ -407,9 +463,23 @@ texts_with_tokens = st.lists(
 ).map("".join)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "roberta", "llama3", "qwen2", "llama2", "llama2-metaspace", "t5", "albert"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        "gpt2",
+        "roberta",
+        "llama3",
+        "qwen2",
+        "llama2",
+        "llama2-metaspace",
+        "t5",
+        "albert",
+        "unigram-bytes",
+        *WORD_FAMILIES,
+    ],
+)
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
-def test_random_text_matches_byte_level_byte_fallback_and_unigram_families(family, texts):
+def test_random_text_matches_byte_level_byte_fallback_unigram_and_word_families(family, texts):
     check_identical(family, texts)
 
 
@@ -476,7 +546,17 @@ UNSUPPORTED = [
     ("gpt2", set_path(["normalizer"], {"type": "NFKC"}), "normalizer"),
     ("gpt2", set_path(["pre_tokenizer"], {"type": "Metaspace", "replacement": "\u2581"}), "split"),
     ("llama2-metaspace", set_path(["pre_tokenizer", "prepend_scheme"], "sometimes"), "prepend_scheme"),
-    ("gpt2", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),
+    ("gpt2", set_path(["pre_tokenizer"], {"type": "UnicodeScripts"}), "pre_tokenizer"),
+    (
+        "bpe-whitespace",
+        set_path(
+            ["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "ByteLevel"}]}
+        ),
+        "pre_tokenizer",
+    ),
+    ("wordpiece-words", set_path(["normalizer"], {"type": "BertNormalizer"}), "BertPreTokenizer"),
+    ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "behavior"], "Sideways"), "behavior"),
+    ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "pattern"], {"Regex": "[a-z]+"}), "Split regex"),
     ("gpt2", set_path(["pre_tokenizer", "use_regex"], False), "use_regex"),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
     ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
@@ -484,7 +564,7 @@ UNSUPPORTED = [
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "behavior"], "Removed"), "behavior"),
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 1, "add_prefix_space"], True), "add_prefix_space"),
     ("gpt2", set_path(["model", "type"], "Unigram"), "model"),
-    ("t5", set_path(["model", "byte_fallback"], True), "byte_fallback"),
+    ("t5", set_path(["model", "byte_fallback"], True), "byte_fallback"),  # without the byte pieces
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\s{2,}"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "^ +"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " *"}), "match nothing"),
@@ -492,7 +572,7 @@ UNSUPPORTED = [
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " {\u00b2}"}), "repeat"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "(?:(?:(?:a{999}){999}){999})"}), "Replace"),
     ("t5", set_path(["normalizer", "normalizers", 1], {"type": "NFKC"}), "normalizer"),
-    ("t5", set_path(["pre_tokenizer"], {"type": "WhitespaceSplit"}), "pre_tokenizer"),
+    ("t5", set_path(["pre_tokenizer"], {"type": "UnicodeScripts"}), "pre_tokenizer"),
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),
     ("bert-cased", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),

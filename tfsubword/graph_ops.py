@@ -241,6 +241,16 @@ def replace_values(values, entry, table_values, table_splits):
     return rare_cond(tf.reduce_all(lengths == 1), one_each, in_rows)
 
 
+def check_re2(pattern, what):
+    """Raise `ValueError` naming `what` if RE2 refuses `pattern` (too large, say): when a layer is
+    built, not when it is first called."""
+    with tf.init_scope():
+        try:
+            tf.strings.regex_full_match("", pattern)
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(f"{what}: {error.message}") from None
+
+
 def re2_literal(text):
     """An RE2 pattern that matches `text` literally (each character as its code point)."""
     return "".join(f"\\x{{{ord(char):X}}}" for char in text)

@@ -37,17 +37,19 @@ class AddedToken:
 class TokenizerFile:
     """What a `tokenizer.json` asks for, as tfsubword arguments.
 
-    `model` is "WordPiece", "BPE" or "Unigram"; `vocabulary` the model's tokens in id order, `merges` its
-    merges (BPE), `options` the keyword arguments of the layer (`WordPieceLayer`, `BPELayer` or
-    `HuggingFaceUnigram`) that does the model's work. `tokens` is the whole id space (the vocabulary,
-    with added tokens at their ids). `normalizer` lists string steps (see `components.string_normalizers`)
-    run on the text before the model's layer, `pre_tokenizer` those of a `Metaspace` (see
-    `components.metaspace`).
+    `model` is "WordPiece", "BPE" or "Unigram"; `layer` names the layer that does the model's work
+    (`WordPieceLayer`, `HuggingFaceWordPiece`, `BPELayer` or `HuggingFaceUnigram`), `options` its
+    keyword arguments; `vocabulary` the model's tokens in id order, `merges` its merges (BPE). `tokens`
+    is the whole id space (the vocabulary, with added tokens at their ids). `normalizer` lists string
+    steps (see `components.string_normalizers`) run on the text before the model's layer,
+    `pre_tokenizer` those of a `Metaspace` (see `components.metaspace`) or those that cut words (see
+    `components.pre_tokenizer_steps`).
     `start_ids`/`end_ids` frame every encoding (the post-processor); `max_length` and
     `truncation_side` truncate it, and `padding` (a dict or None) pads it.
     """
 
     model: str
+    layer: str
     vocabulary: list
     merges: list
     options: dict
@@ -148,19 +150,10 @@ def read_tokenizer_json(path_or_json):
     kind = model.get(
         "type", "BPE" if "merges" in model else "WordPiece" if "continuing_subword_prefix" in model else None
     )
-    normalizer, pre_tokenizer = [], []
-    if kind == "WordPiece":
-        vocabulary, merges, options = components.wordpiece(config, model)
-    elif kind == "BPE":
-        vocabulary, merges, options = components.bpe(config, model)
-        normalizer = components.string_normalizers(config.get("normalizer"))
-        pre_tokenizer = components.metaspace(config.get("pre_tokenizer")) or []
-    elif kind == "Unigram":
-        vocabulary, merges, options = components.unigram(config, model)
-        normalizer = components.string_normalizers(config.get("normalizer"))
-        pre_tokenizer = components.metaspace(config.get("pre_tokenizer"), split=True) or []
-    else:
+    readers = {"WordPiece": components.wordpiece, "BPE": components.bpe, "Unigram": components.unigram}
+    if kind not in readers:
         raise unsupported("model", model)
+    layer, vocabulary, merges, options, normalizer, pre_tokenizer = readers[kind](config, model)
     added = _added_tokens(config, len(vocabulary))
     tokens = list(vocabulary)
     for token in sorted(added, key=lambda token: token.id):
@@ -179,6 +172,7 @@ def read_tokenizer_json(path_or_json):
     decoder = field("tokenizer.json", config, "decoder", (dict, None), None)
     return TokenizerFile(
         kind,
+        layer,
         vocabulary,
         merges,
         options,

@@ -28,16 +28,18 @@ PREPEND_SCHEMES = ("always", "first", "never")
 SUPPORTED = {
     "model": ("WordPiece", "BPE", "Unigram"),
     "normalizer": (
-        "BertNormalizer (with WordPiece)",
+        "BertNormalizer (with WordPiece and BertPreTokenizer)",
         "Precompiled, NFD, NFKD, StripAccents, Lowercase, Prepend, Replace of a string or of a plain regex, Strip, "
-        "Sequence of them, none (with BPE or Unigram)",
+        "Sequence of them, none",
     ),
     "pre_tokenizer": (
-        "BertPreTokenizer (with WordPiece)",
+        "BertPreTokenizer",
         "ByteLevel with use_regex (with BPE)",
-        "Metaspace with split false, none (with character BPE)",
-        "Metaspace (with Unigram)",
         "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
+        "Metaspace with split false (with BPE)",
+        "Metaspace (with Unigram)",
+        "Split of a string or a plain regex, Whitespace, WhitespaceSplit, Punctuation, Digits, Sequence of them, "
+        "none (with any model)",
     ),
     "post_processor": ("BertProcessing", "RobertaProcessing", "TemplateProcessing", "ByteLevel", "Sequence", "none"),
     "decoder": ("WordPiece", "ByteLevel", "ByteFallback", "Fuse", "Strip", "Replace", "Metaspace", "Sequence"),
@@ -92,26 +94,36 @@ def wordpiece(config, model):
     unknown = field("model", model, "unk_token", (str,))
     prefix = field("model", model, "continuing_subword_prefix", (str,), "##")
     max_chars = field("model", model, "max_input_chars_per_word", (int,), 100)
-    normalizer = config.get("normalizer")
-    if not isinstance(normalizer, dict) or normalizer.get("type") != "BertNormalizer":
-        raise unsupported("normalizer", normalizer)
+    normalizer, pre_tokenizer = config.get("normalizer"), config.get("pre_tokenizer")
+    bert_normalizer = isinstance(normalizer, dict) and normalizer.get("type") == "BertNormalizer"
+    if not (bert_normalizer and isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "BertPreTokenizer"):
+        if bert_normalizer:
+            raise ValueError(
+                f"tokenizer.json: pre_tokenizer {json.dumps(pre_tokenizer)[:200]} after a BertNormalizer is not "
+                "supported (supported: BertPreTokenizer)."
+            )
+        # Words cut by the pre-tokenizer, each pieced alone.
+        options = {"unknown_token": unknown, "suffix_indicator": prefix, "max_chars_per_word": max_chars}
+        return "HuggingFaceWordPiece", vocabulary, None, options, string_normalizers(normalizer), _words(pre_tokenizer)
     setting("BertNormalizer", normalizer, "clean_text", True, True)
-    lowercase = field("BertNormalizer", normalizer, "lowercase", (bool,), True)
-    strip_accents = field("BertNormalizer", normalizer, "strip_accents", (bool, None), None)
-    split_on_cjk = field("BertNormalizer", normalizer, "handle_chinese_chars", (bool,), True)
-    pre_tokenizer = config.get("pre_tokenizer")
-    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "BertPreTokenizer":
-        raise unsupported("pre_tokenizer", pre_tokenizer)
     options = {
-        "lowercase": lowercase,
-        "strip_accents": strip_accents,
-        "split_on_cjk": split_on_cjk,
+        "lowercase": field("BertNormalizer", normalizer, "lowercase", (bool,), True),
+        "strip_accents": field("BertNormalizer", normalizer, "strip_accents", (bool, None), None),
+        "split_on_cjk": field("BertNormalizer", normalizer, "handle_chinese_chars", (bool,), True),
         "final_sigma": False,  # Hugging Face lowercases one character at a time
         "max_chars_per_word": max_chars,
         "unknown_token": unknown,
         "suffix_indicator": prefix,
     }
-    return vocabulary, None, options
+    return "WordPieceLayer", vocabulary, None, options, [], []
+
+
+def _words(pre_tokenizer):
+    """`pre_tokenizer_steps` of a pre-tokenizer that must be made of them."""
+    steps = pre_tokenizer_steps(pre_tokenizer)
+    if steps is None:
+        raise unsupported("pre_tokenizer", pre_tokenizer)
+    return steps
 
 
 def bpe(config, model):
@@ -128,8 +140,12 @@ def bpe(config, model):
         if model.get(key) not in (None, ""):
             setting("BPE", model, key, None, None)
     unknown = field("model", model, "unk_token", (str, None), None)
-    if metaspace(config.get("pre_tokenizer")) is not None or config.get("pre_tokenizer") is None:
-        # SentencePiece-style: the text is one word of characters
+    pre_tokenizer = config.get("pre_tokenizer")
+    steps = metaspace(pre_tokenizer)
+    if steps is None:
+        steps = pre_tokenizer_steps(pre_tokenizer)
+    if steps is not None:
+        # Character-level: each word (each text, with Metaspace) is pieced alone.
         pattern, add_prefix_space, byte_level = None, False, False
     else:
         (pattern, add_prefix_space), byte_level = _byte_level_pre_tokenizer(config["pre_tokenizer"]), True
@@ -143,7 +159,7 @@ def bpe(config, model):
         "byte_fallback": byte_fallback,
         "add_prefix_space": add_prefix_space,
     }
-    return vocabulary, merges, options
+    return "BPELayer", vocabulary, merges, options, string_normalizers(config.get("normalizer")), steps or []
 
 
 def unigram(config, model):
@@ -169,13 +185,22 @@ def unigram(config, model):
         raise ValueError(
             f"tokenizer.json: Unigram unk_id {json.dumps(unknown_id)} is not supported (supported: the id of a piece)."
         )
-    setting("Unigram", model, "byte_fallback", False, False)
+    byte_fallback = field("Unigram", model, "byte_fallback", (bool,), False)
+    missing = (
+        [f"<0x{byte:02X}>" for byte in range(256) if f"<0x{byte:02X}>" not in set(pieces)] if byte_fallback else []
+    )
+    if missing:
+        raise ValueError(
+            f"tokenizer.json: Unigram byte_fallback without the piece {missing[0]!r} is not supported (supported: "
+            "all 256 byte pieces in the vocabulary)."
+        )
     pre_tokenizer = config.get("pre_tokenizer")
-    steps = metaspace(pre_tokenizer, split=True) if pre_tokenizer is not None else []
+    steps = metaspace(pre_tokenizer, split=True)
     if steps is None:
-        raise unsupported("pre_tokenizer", pre_tokenizer)
-    split_at = steps[0]["replacement"] if steps and steps[0]["split"] else None
-    return pieces, None, {"scores": scores, "unknown_id": unknown_id, "split_at": split_at}
+        steps = _words(pre_tokenizer)
+    split_at = steps[0]["replacement"] if steps and steps[0]["type"] == "Metaspace" and steps[0]["split"] else None
+    options = {"scores": scores, "unknown_id": unknown_id, "split_at": split_at, "byte_fallback": byte_fallback}
+    return "HuggingFaceUnigram", pieces, None, options, string_normalizers(config.get("normalizer")), steps
 
 
 def string_normalizers(normalizer):
@@ -226,8 +251,8 @@ def string_normalizers(normalizer):
 _REGEX_SYNTAX = set("\\^$.|?*+()[]{}")
 
 
-def re2_pattern(pattern):
-    """The RE2 pattern that matches what the Oniguruma `pattern` of a `Replace` matches, for plain
+def re2_pattern(pattern, owner="Replace"):
+    """The RE2 pattern that matches what the Oniguruma `pattern` of a `Replace` (or `Split`) matches, for plain
     patterns: characters, escaped syntax characters, `\\A` and `\\z`, groups `(?:...)`, `|`, and the
     greedy quantifiers `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`. Both engines read these alike (leftmost
     alternative first, greedy repeats); classes, `.`, `^` and `$` differ between them and are refused,
@@ -236,7 +261,7 @@ def re2_pattern(pattern):
 
     def fail(why):
         raise ValueError(
-            f"tokenizer.json: Replace regex {pattern!r} is not supported ({why}; supported: characters, "
+            f"tokenizer.json: {owner} regex {pattern!r} is not supported ({why}; supported: characters, "
             "escaped characters, \\A, \\z, (?:...), |, and the quantifiers * + ? {m} {m,} {m,n})."
         )
 
@@ -340,6 +365,54 @@ def metaspace(pre_tokenizer, split=False):
             f"tokenizer.json: Metaspace prepend_scheme {scheme!r} is not one of {', '.join(PREPEND_SCHEMES)}."
         )
     return [{"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme, "split": splits}]
+
+
+# How a `Split` or `Punctuation` pre-tokenizer treats its matches (Hugging Face's names).
+BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+_WORD_SPLITTERS = ("Split", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "BertPreTokenizer")
+
+
+def pre_tokenizer_steps(pre_tokenizer):
+    """The steps of a pre-tokenizer made of `Split` (of a string, or of a regex `re2_pattern` reproduces),
+    `Whitespace`, `WhitespaceSplit`, `Punctuation`, `Digits` and `BertPreTokenizer`, in a `Sequence`
+    or alone, as a list of their checked JSON objects (`text.pre_tokenizers` runs them); `[]` for
+    none; None for a pre-tokenizer of other kinds."""
+    if pre_tokenizer is None:
+        return []
+    if not _cuts_words(pre_tokenizer):
+        return None
+    kind = pre_tokenizer["type"]
+    if kind == "Sequence":
+        return [step for inner in pre_tokenizer["pretokenizers"] for step in pre_tokenizer_steps(inner)]
+    if kind in ("Whitespace", "WhitespaceSplit", "BertPreTokenizer"):
+        return [{"type": kind}]
+    if kind == "Digits":
+        return [{"type": kind, "individual_digits": field(kind, pre_tokenizer, "individual_digits", (bool,), False)}]
+    behavior = field(kind, pre_tokenizer, "behavior", (str,), "Isolated")
+    if behavior not in BEHAVIORS:
+        raise ValueError(f"tokenizer.json: {kind} behavior {behavior!r} is not one of {', '.join(BEHAVIORS)}.")
+    if kind == "Punctuation":
+        return [{"type": kind, "behavior": behavior}]
+    pattern = field("Split", pre_tokenizer, "pattern", (dict,))
+    text = pattern.get("String", pattern.get("Regex")) if len(pattern) == 1 else None
+    if not isinstance(text, str) or not text:
+        raise ValueError(
+            f"tokenizer.json: Split pattern {json.dumps(pattern)[:200]} is not supported (supported: a non-empty "
+            "String, or a Regex of characters, escaped characters, (?:...), | and quantifiers)."
+        )
+    if "Regex" in pattern:
+        re2_pattern(text, "Split")  # checked
+    invert = field("Split", pre_tokenizer, "invert", (bool,), False)
+    return [{"type": kind, "pattern": dict(pattern), "behavior": behavior, "invert": invert}]
+
+
+def _cuts_words(pre_tokenizer):
+    """Whether a pre-tokenizer is made of `pre_tokenizer_steps`' kinds only (their settings unread)."""
+    kind = pre_tokenizer.get("type") if isinstance(pre_tokenizer, dict) else None
+    if kind == "Sequence":
+        steps = field("Sequence pre_tokenizer", pre_tokenizer, "pretokenizers", (list,))
+        return all(_cuts_words(step) for step in steps)
+    return kind in _WORD_SPLITTERS
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):

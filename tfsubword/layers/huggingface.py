@@ -1,7 +1,8 @@
 """`from_huggingface`: a Hugging Face `tokenizer.json` as a Keras layer built from tfsubword's parts.
 
-    text -> added tokens cut out (`text.added_tokens`) -> the pieces between them through the model's
-    layer (`WordPieceLayer`, `BPELayer`) -> start and end ids (the post-processor) -> truncation -> padding
+    text -> added tokens cut out (`text.added_tokens`) -> the pieces between them normalized,
+    pre-tokenized (`text.pre_tokenizers`) and through the model's layer (`WordPieceLayer`, `BPELayer`,
+    `layers.huggingface_models`) -> start and end ids (the post-processor) -> truncation -> padding
 
 `files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
 """
@@ -19,10 +20,11 @@ from tfsubword.files import huggingface_components as components
 from tfsubword.layers import decoders
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.bpe import BPELayer
-from tfsubword.layers.huggingface_unigram import HuggingFaceUnigram
+from tfsubword.layers.huggingface_models import HuggingFaceUnigram, HuggingFaceWordPiece
 from tfsubword.layers.wordpiece import WordPieceLayer
 from tfsubword.text import unicode_classes, unicode_normalizers
 from tfsubword.text.added_tokens import AddedTokens, tokenize_around
+from tfsubword.text.pre_tokenizers import PreTokenizer
 from tfsubword.text.precompiled import PrecompiledNormalizer
 
 _SIDES = ("right", "left")
@@ -45,7 +47,9 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     of Llama-3's or Qwen2's regex before it, `ignore_merges` included; character-level BPE with
     byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` after
     `Precompiled`, `NFKD`, `StripAccents`, `Lowercase`, `Strip` and plain-regex `Replace`
-    normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet); post-processors
+    normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet); any of the three models on the
+    words of `Whitespace`, `WhitespaceSplit`, `Punctuation`, `Digits`, `BertPreTokenizer` and `Split`
+    (of a string or a plain regex) pre-tokenizers, after those normalizers; post-processors
     `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and `Sequence`.
     `detokenize` follows the file's decoder (see `layers.decoders`). Anything else raises
     `ValueError` naming the component and its setting.
@@ -65,9 +69,11 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     checks.integer("sequence_length", sequence_length, optional=True)
     checks.boolean("add_special_tokens", add_special_tokens)
     spec = file_lib.read_tokenizer_json(path_or_json)
-    if spec.model == "WordPiece":
+    if spec.layer == "WordPieceLayer":
         tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
-    elif spec.model == "Unigram":
+    elif spec.layer == "HuggingFaceWordPiece":
+        tokenizer = HuggingFaceWordPiece(spec.vocabulary, name="model", **spec.options)
+    elif spec.layer == "HuggingFaceUnigram":
         tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options)
     else:
         tokenizer = BPELayer(spec.vocabulary, spec.merges, special_tokens=[], name="model", **spec.options)
@@ -134,8 +140,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
             `files.huggingface_components.string_normalizers`), run in order on the text between
             added tokens before `tokenizer`.
         pre_tokenizer: the file's `Metaspace` pre-tokenizer (its JSON object in a list), run on each
-            piece between added tokens after the normalizer; `[]` for none. When it splits, `tokenizer`
-            is a `HuggingFaceUnigram` that cuts words at its character.
+            piece between added tokens after the normalizer; when it splits, `tokenizer` is a
+            `HuggingFaceUnigram` that cuts words at its character. Or the steps that cut such a piece
+            into words (`Split`, `Whitespace`, ...: see `text.pre_tokenizers`), each word then
+            through `tokenizer` alone. `[]` for none.
         decoder: the file's decoder (its JSON object), which `detokenize` follows (see `layers.decoders`).
         dtype: an integer dtype, or "string". Defaults to "int32".
     """
@@ -163,12 +171,14 @@ class HuggingFaceTokenizer(TokenizerLayer):
         **kwargs,
     ):
         if (
-            not isinstance(tokenizer, (WordPieceLayer, BPELayer, HuggingFaceUnigram))
+            not isinstance(tokenizer, (WordPieceLayer, BPELayer, HuggingFaceUnigram, HuggingFaceWordPiece))
             or tokenizer.compute_dtype == "string"
             or tokenizer.sequence_length is not None
         ):
             raise checks.invalid(
-                "tokenizer", tokenizer, "a WordPieceLayer, a BPELayer or a HuggingFaceUnigram giving ragged ids"
+                "tokenizer",
+                tokenizer,
+                "a WordPieceLayer, a BPELayer, a HuggingFaceUnigram or a HuggingFaceWordPiece giving ragged ids",
             )
         self.tokenizer = tokenizer
         self.added_tokens = [dict(token) for token in added_tokens]
@@ -182,9 +192,13 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self.padding_side = checks.choice("padding_side", padding_side, _SIDES)
         self.normalizer = components.string_normalizers({"type": "Sequence", "normalizers": list(normalizer)})
         pre_tokenizer = list(pre_tokenizer)
-        self.pre_tokenizer = components.metaspace(pre_tokenizer[0], split=True) if pre_tokenizer else []
-        if len(pre_tokenizer) > 1 or (pre_tokenizer and not self.pre_tokenizer):
-            raise checks.invalid("pre_tokenizer", pre_tokenizer, "[] or [a Metaspace pre-tokenizer]")
+        self.pre_tokenizer = (
+            components.metaspace(pre_tokenizer[0], split=True) if len(pre_tokenizer) == 1 else None
+        ) or (components.pre_tokenizer_steps({"type": "Sequence", "pretokenizers": pre_tokenizer}))
+        if self.pre_tokenizer is None:
+            raise checks.invalid(
+                "pre_tokenizer", pre_tokenizer, "[], [a Metaspace pre-tokenizer] or steps that cut words (Split, ...)"
+            )
         self.decoder = decoder
         if pad_token is None:
             pad_token = vocabulary[0] if isinstance(vocabulary, list) and vocabulary else "[PAD]"
@@ -208,10 +222,12 @@ class HuggingFaceTokenizer(TokenizerLayer):
         except ValueError as error:
             self._decoder, self._decoder_problem = None, str(error)
         self._normalizer_steps = _normalizer_steps(self.normalizer)
+        metaspace = self.pre_tokenizer and self.pre_tokenizer[0]["type"] == "Metaspace"
+        self._words = PreTokenizer(self.pre_tokenizer) if self.pre_tokenizer and not metaspace else None
         self._spaces = " "
         last = self.normalizer[-1] if self.normalizer else {}
         if (
-            self.pre_tokenizer
+            metaspace
             and self._splitters[1] is None
             and last.get("type") == "Replace"
             and last["pattern"] == {"Regex": " {2,}"}
@@ -258,6 +274,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
         return tokenize_around(texts, normalized, self._model_ids, first)
 
     def _model_ids(self, texts, first):
+        if self._words is not None:
+            words = self._words(texts)
+            ids = self.tokenizer.tokenize(words.flat_values)
+            return tf.RaggedTensor.from_row_splits(ids, words.row_splits, validate=False).merge_dims(1, 2)
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
             replacement = step["replacement"]
             texts = tf.strings.regex_replace(texts, self._spaces, decoders.rewrite(replacement))
@@ -367,11 +387,7 @@ def _normalizer_step(step):
         return lambda texts: tf.strings.regex_replace(texts, "|".join(sides), "") if sides else texts
     pattern = step["pattern"]
     old = ops.re2_literal(pattern["String"]) if "String" in pattern else components.re2_pattern(pattern["Regex"])
-    with tf.init_scope():  # RE2 refuses some patterns the parser lets through (too large): now, not when called
-        try:
-            tf.strings.regex_full_match("", old)
-        except tf.errors.InvalidArgumentError as error:
-            raise ValueError(f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}: {error.message}") from None
+    ops.check_re2(old, f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}")
     return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
 
 

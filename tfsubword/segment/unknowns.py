@@ -1,6 +1,7 @@
 """Unknown pieces as SentencePiece gives them: a character no piece covers is an unknown piece of its
 own while segmenting; then consecutive unknown pieces of a row become one, or, in a model with byte
-fallback, each becomes the byte pieces of its character's UTF-8.
+fallback, each becomes the byte pieces of its character's UTF-8. Hugging Face's `Unigram` with byte
+fallback (`fused_as_bytes`) differs only where the unknown token is written in the text.
 """
 
 import tensorflow as tf
@@ -19,6 +20,30 @@ def finish(ids, splits, code_points, piece_chars, unknown_id, byte_ids):
     characters = ops.take(code_points, tf.cumsum(ops.take(piece_chars, ids), exclusive=True))
     ids, piece_splits, _, _ = unknowns_as_bytes(ids, characters, unknown_id, byte_ids)
     return ids, ops.take(piece_splits, splits)
+
+
+def fused_as_bytes(ids, splits, code_points, piece_chars, unknown_id, unknown_as, unknown_text, byte_ids):
+    """Hugging Face's `Unigram` with byte fallback, on pieces of words (`splits`) over their code points:
+    a run of unknown pieces (`unknown_id`, one per character) and pieces `unknown_as` read in the text
+    (whose text is `unknown_text`) becomes the byte pieces of its UTF-8, except that a piece
+    `unknown_as` alone stays itself (its text is a piece). Every byte piece must be in `byte_ids`."""
+    size = tf.size(ids, out_type=tf.int64)
+    characters = ops.take(code_points, tf.cumsum(ops.take(piece_chars, ids), exclusive=True))
+    unknown = (ids == unknown_id) | (ids == unknown_as)
+    row_starts = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None] + 1)[:-1] > 0
+    after_unknown = tf.concat([[False], unknown[:-1]], axis=0) & ~row_starts
+    before_unknown = tf.concat([unknown[1:] & ~row_starts[1:], [False]], axis=0)
+    # The written unknown token within a run: one unknown piece per character of its text.
+    spelled = (ids == unknown_as) & (after_unknown | before_unknown)
+    text = tf.constant([ord(char) for char in unknown_text], tf.int32)
+    count = tf.reduce_sum(tf.cast(spelled, tf.int64))
+    replacement = tf.stack([tf.fill(tf.shape(tf.tile(text, count[None])), unknown_id), tf.tile(text, count[None])], 1)
+    replacement_splits = tf.range(count + 1) * len(unknown_text)
+    table, spelled_splits = ops.substitute_rows(
+        tf.stack([ids, characters], 1), spelled, replacement, replacement_splits
+    )
+    ids, piece_splits, _, _ = unknowns_as_bytes(table[:, 0], table[:, 1], unknown_id, byte_ids)
+    return ids, ops.take(piece_splits, ops.take(spelled_splits, splits))
 
 
 def merge_unknowns(ids, splits, unknown_id):

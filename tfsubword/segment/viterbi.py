@@ -39,7 +39,8 @@ class Viterbi(tf.Module):
     With `words_alone` (Hugging Face's `Unigram`), each word (from a space symbol to the next, or the
     whole text without `space`) is segmented alone, from 0, in double precision, and its unknown pieces
     are merged within it; the unknown pieces of the lattice, and pieces `unknown_as` read in the text,
-    then become `unknown_as`.
+    then become `unknown_as`. With `byte_ids` too, such runs become bytes instead (see
+    `unknowns.fused_as_bytes`; `unknown_text`: the text of the piece `unknown_as`).
     """
 
     def __init__(
@@ -54,13 +55,17 @@ class Viterbi(tf.Module):
         space=None,
         words_alone=False,
         unknown_as=None,
+        unknown_text=None,
         name=None,
     ):
         super().__init__(name=name)
-        self.lattice = Lattice(keys, ids, path_scores, unknown_id, max_piece_chars, strings=space is not None)
+        self.lattice = Lattice(
+            keys, ids, path_scores, unknown_id, max_piece_chars, strings=space is not None or words_alone
+        )
         self._unknown_id = int(unknown_id)
         self._unknown_as = self._unknown_id if unknown_as is None else int(unknown_as)
         self._words_alone = words_alone
+        self._unknown_text = unknown_text
         self._space = space
         self.by_words = space is not None
         self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
@@ -142,6 +147,17 @@ class Viterbi(tf.Module):
         return self._unknowns(paths["piece"], ids_splits, code_points) if merge else (paths["piece"], ids_splits)
 
     def _unknowns(self, ids, splits, code_points):
+        if self._words_alone and self.byte_ids is not None:
+            return unknowns.fused_as_bytes(
+                ids,
+                splits,
+                code_points,
+                self.piece_chars,
+                self._unknown_id,
+                self._unknown_as,
+                self._unknown_text,
+                self.byte_ids,
+            )
         if self._unknown_as != self._unknown_id:
             ids = tf.where(ids == self._unknown_id, self._unknown_as, ids)
         return unknowns.finish(ids, splits, code_points, self.piece_chars, self._unknown_as, self.byte_ids)
