@@ -2,7 +2,8 @@
 
 The files are built here from the shared text (no network): BERT uncased is the shared
 `tokenizer.json`; BERT cased, GPT-2, RoBERTa, Llama-3, Qwen2 and Llama-2 files are trained by
-`tokenizers` with those families' components, and one adds tokens of both kinds to GPT-2's. Two more
+`tokenizers` with those families' components (and GPT-NeoX's: NFC, then GPT-2's), and one adds tokens
+of both kinds to GPT-2's. Two more
 Llama-2 files are converted from a SentencePiece BPE model, as `transformers` converts Llama-2's
 (`Prepend`/`Replace` normalizers, or the newer `Metaspace` pre-tokenizer). T5's pipeline (`Precompiled`,
 `Strip`, a regex `Replace`, a splitting `Metaspace`, `Unigram`) is converted from a SentencePiece unigram
@@ -34,6 +35,7 @@ FAMILIES = (
     "gpt2",
     "roberta",
     "gpt2-added",
+    "gpt-neox",
     "llama3",
     "qwen2",
     "llama2",
@@ -102,6 +104,20 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
+    if family == "gpt-neox":
+        # GPT-NeoX's (Pythia, OLMo): byte-level BPE after NFC.
+        tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
+        tokenizer.normalizer = tokenizers.normalizers.NFC()
+        tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = tokenizers.decoders.ByteLevel()
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=4000,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tokenizer.train(training_files(), trainer)
+        return tokenizer.to_str()
     if family == "gpt2-added":
         # Non-special tokens matched in normalized text: a second pass, in the pieces between the
         # special ones ("b<|end" would win a single pass over "ab<|endoftext|>").
@@ -187,8 +203,8 @@ WORD_FAMILIES = ("bpe-whitespace", "wordpiece-words", "unigram-words")
 
 def words_file(family):
     """Hugging Face's quick-tour BPE (`Whitespace`, `[CLS] $A [SEP]`); WordPiece after `NFD`,
-    `Lowercase`, `StripAccents`, cut by `Whitespace` and single `Digits`; Unigram cut by
-    `WhitespaceSplit`, contiguous `Punctuation` and an inverted `Split`."""
+    `Lowercase`, `StripAccents`, cut by `Whitespace` and single `Digits`; Unigram after `NFKC` and
+    `Lowercase`, cut by `WhitespaceSplit`, contiguous `Punctuation` and an inverted `Split`."""
     tokenizers = tokenizers_module()
     models, pre, normalizers = tokenizers.models, tokenizers.pre_tokenizers, tokenizers.normalizers
     trainers = tokenizers.trainers
@@ -207,6 +223,7 @@ def words_file(family):
         trainer = trainers.WordPieceTrainer(vocab_size=4000, special_tokens=specials, show_progress=False)
     else:
         tokenizer = tokenizers.Tokenizer(models.Unigram())
+        tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
         split = pre.Split(tokenizers.Regex("(?:a|e|i|o|u)+"), "merged_with_next", invert=True)
         tokenizer.pre_tokenizer = pre.Sequence([pre.WhitespaceSplit(), pre.Punctuation("contiguous"), split])
         specials = ["<unk>", "<s>", "</s>"]
@@ -543,7 +560,7 @@ def set_path(path, value):
 
 
 UNSUPPORTED = [
-    ("gpt2", set_path(["normalizer"], {"type": "NFKC"}), "normalizer"),
+    ("gpt2", set_path(["normalizer"], {"type": "NFKCF"}), "normalizer"),
     ("gpt2", set_path(["pre_tokenizer"], {"type": "Metaspace", "replacement": "\u2581"}), "split"),
     ("llama2-metaspace", set_path(["pre_tokenizer", "prepend_scheme"], "sometimes"), "prepend_scheme"),
     ("gpt2", set_path(["pre_tokenizer"], {"type": "UnicodeScripts"}), "pre_tokenizer"),
@@ -571,7 +588,7 @@ UNSUPPORTED = [
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\A+ "}), "repeated anchor"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " {\u00b2}"}), "repeat"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "(?:(?:(?:a{999}){999}){999})"}), "Replace"),
-    ("t5", set_path(["normalizer", "normalizers", 1], {"type": "NFKC"}), "normalizer"),
+    ("t5", set_path(["normalizer", "normalizers", 1], {"type": "Nmt"}), "normalizer"),
     ("t5", set_path(["pre_tokenizer"], {"type": "UnicodeScripts"}), "pre_tokenizer"),
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),

@@ -29,8 +29,8 @@ SUPPORTED = {
     "model": ("WordPiece", "BPE", "Unigram"),
     "normalizer": (
         "BertNormalizer (with WordPiece and BertPreTokenizer)",
-        "Precompiled, NFD, NFKD, StripAccents, Lowercase, Prepend, Replace of a string or of a plain regex, Strip, "
-        "Sequence of them, none",
+        "Precompiled, NFD, NFKD, NFC, NFKC, StripAccents, Lowercase, Prepend, Replace of a string or of a plain "
+        "regex, Strip, Sequence of them, none",
     ),
     "pre_tokenizer": (
         "BertPreTokenizer",
@@ -204,7 +204,7 @@ def unigram(config, model):
 
 
 def string_normalizers(normalizer):
-    """The steps of a normalizer made of `Precompiled`, `NFD`, `NFKD`, `StripAccents`, `Lowercase`,
+    """The steps of a normalizer made of `Precompiled`, `NFD`, `NFKD`, `NFC`, `NFKC`, `StripAccents`, `Lowercase`,
     `Prepend`, `Replace` (of a string, or of a regex `re2_pattern` reproduces) and `Strip`, in a
     `Sequence` or alone, as a list of their JSON objects (checked); `[]` for none. Others raise
     `ValueError`."""
@@ -228,7 +228,7 @@ def string_normalizers(normalizer):
             re2_pattern(text)  # checked
         content = field("Replace", normalizer, "content", (str,))
         return [{"type": "Replace", "pattern": dict(pattern), "content": content}]
-    if kind in ("NFD", "NFKD", "StripAccents", "Lowercase"):
+    if kind in ("NFD", "NFKD", "NFC", "NFKC", "StripAccents", "Lowercase"):
         return [{"type": kind}]
     if kind == "Strip":
         left, right = (field("Strip", normalizer, key, (bool,), True) for key in ("strip_left", "strip_right"))

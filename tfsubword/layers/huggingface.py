@@ -45,9 +45,10 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
     cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa) or a `Split`
     of Llama-3's or Qwen2's regex before it, `ignore_merges` included; character-level BPE with
-    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` after
-    `Precompiled`, `NFKD`, `StripAccents`, `Lowercase`, `Strip` and plain-regex `Replace`
-    normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet); any of the three models on the
+    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` (with or without
+    byte fallback) after `Precompiled`, `NFD`, `NFKD`, `NFC`, `NFKC`, `StripAccents`, `Lowercase`,
+    `Strip` and plain-regex `Replace` normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet);
+    those normalizers before byte-level BPE too (GPT-NeoX's `NFC`); any of the three models on the
     words of `Whitespace`, `WhitespaceSplit`, `Punctuation`, `Digits`, `BertPreTokenizer` and `Split`
     (of a string or a plain regex) pre-tokenizers, after those normalizers; post-processors
     `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and `Sequence`.
