@@ -36,6 +36,7 @@ FAMILIES = (
     "roberta",
     "gpt2-added",
     "gpt-neox",
+    "starcoder",
     "llama3",
     "qwen2",
     "llama2",
@@ -104,11 +105,15 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
-    if family == "gpt-neox":
-        # GPT-NeoX's (Pythia, OLMo): byte-level BPE after NFC.
+    if family in ("gpt-neox", "starcoder"):
+        # GPT-NeoX's (Pythia, OLMo): byte-level BPE after NFC; StarCoder's: each digit cut out first.
         tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
-        tokenizer.normalizer = tokenizers.normalizers.NFC()
-        tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        pre = tokenizers.pre_tokenizers
+        tokenizer.pre_tokenizer = pre.ByteLevel(add_prefix_space=False)
+        if family == "gpt-neox":
+            tokenizer.normalizer = tokenizers.normalizers.NFC()
+        else:
+            tokenizer.pre_tokenizer = pre.Sequence([pre.Digits(individual_digits=True), tokenizer.pre_tokenizer])
         tokenizer.decoder = tokenizers.decoders.ByteLevel()
         trainer = tokenizers.trainers.BpeTrainer(
             vocab_size=4000,
@@ -530,6 +535,14 @@ def test_detokenize_follows_the_decoder(family):
     assert [text.decode("utf-8") for text in got] == expected
 
 
+def test_byte_level_without_its_regex_matches():
+    """`ByteLevel(use_regex=false)` alone: each piece between added tokens is one word of bytes."""
+    text = edited("gpt2", set_path(["pre_tokenizer", "use_regex"], False))
+    layer, reference = from_huggingface(text), tokenizers_module().Tokenizer.from_str(text)
+    lines = every_line()[::100] + WITH_TOKENS
+    assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
+
+
 def test_sequence_length_truncates_and_pads_as_hugging_face():
     tokenizer = reference("bert-cased")
     layer = from_huggingface(family_json("bert-cased"), sequence_length=12)
@@ -567,17 +580,21 @@ UNSUPPORTED = [
     (
         "bpe-whitespace",
         set_path(
-            ["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "ByteLevel"}]}
+            ["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "Metaspace"}]}
         ),
-        "pre_tokenizer",
+        "Sequence",
     ),
     ("wordpiece-words", set_path(["normalizer"], {"type": "BertNormalizer"}), "BertPreTokenizer"),
     ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "behavior"], "Sideways"), "behavior"),
     ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "pattern"], {"Regex": "[a-z]+"}), "Split regex"),
-    ("gpt2", set_path(["pre_tokenizer", "use_regex"], False), "use_regex"),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
     ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
-    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+"}), "Split pattern"),
+    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+"}), "Split regex"),
+    (
+        "starcoder",
+        set_path(["pre_tokenizer", "pretokenizers"], [{"type": "ByteLevel"}, {"type": "Digits"}]),
+        "Sequence",
+    ),
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "behavior"], "Removed"), "behavior"),
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 1, "add_prefix_space"], True), "add_prefix_space"),
     ("gpt2", set_path(["model", "type"], "Unigram"), "model"),

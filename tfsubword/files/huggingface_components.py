@@ -34,7 +34,7 @@ SUPPORTED = {
     ),
     "pre_tokenizer": (
         "BertPreTokenizer",
-        "ByteLevel with use_regex (with BPE)",
+        "ByteLevel, after steps that cut words or alone (with BPE)",
         "Sequence of Split (GPT-2's, Llama-3's or Qwen2's regex) and ByteLevel (with BPE)",
         "Metaspace with split false (with BPE)",
         "Metaspace (with Unigram)",
@@ -148,7 +148,7 @@ def bpe(config, model):
         # Character-level: each word (each text, with Metaspace) is pieced alone.
         pattern, add_prefix_space, byte_level = None, False, False
     else:
-        (pattern, add_prefix_space), byte_level = _byte_level_pre_tokenizer(config["pre_tokenizer"]), True
+        (pattern, add_prefix_space, steps), byte_level = _byte_level_pre_tokenizer(pre_tokenizer), True
     if byte_fallback and byte_level:
         raise ValueError("tokenizer.json: BPE byte_fallback with a ByteLevel pre-tokenizer is not supported.")
     options = {
@@ -416,33 +416,41 @@ def _cuts_words(pre_tokenizer):
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):
-    """(the name of the split pattern, add_prefix_space) of `ByteLevel` with its own regex (GPT-2's),
-    or of `Sequence[Split(a known regex, Isolated), ByteLevel(use_regex=false)]` (Llama-3, Qwen2)."""
-    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "ByteLevel":
-        setting("ByteLevel", pre_tokenizer, "use_regex", True, True)
-        return "gpt2", field("ByteLevel", pre_tokenizer, "add_prefix_space", (bool,), True)
+    """(the name of the split pattern or None, add_prefix_space, the steps that cut words before it)
+    of `ByteLevel` (with GPT-2's regex or none), alone or after steps that cut words (each word then
+    goes through it alone), or of `Sequence[Split(a known regex, Isolated), ByteLevel(use_regex=false)]`
+    (Llama-3, Qwen2)."""
     steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) else None
-    if not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Sequence" or not isinstance(steps, list):
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "ByteLevel":
+        steps = [pre_tokenizer]
+    elif not isinstance(pre_tokenizer, dict) or pre_tokenizer.get("type") != "Sequence" or not isinstance(steps, list):
         raise unsupported("pre_tokenizer", pre_tokenizer)
     kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
-    if kinds != ["Split", "ByteLevel"]:
+    if not kinds or kinds[-1] != "ByteLevel":
         raise ValueError(
-            f"tokenizer.json: pre_tokenizer Sequence of {kinds} is not supported (supported: Split, then "
-            "ByteLevel with use_regex false)."
+            f"tokenizer.json: pre_tokenizer Sequence of {kinds} is not supported (supported: Split, Whitespace, "
+            "WhitespaceSplit, Punctuation, Digits, then ByteLevel; or Split of a known regex, then ByteLevel)."
         )
-    split, byte_level = steps
-    regex = split.get("pattern", {}).get("Regex") if isinstance(split.get("pattern"), dict) else None
+    *before, byte_level = steps
+    use_regex = field("ByteLevel", byte_level, "use_regex", (bool,), True)
+    add_prefix_space = field("ByteLevel", byte_level, "add_prefix_space", (bool,), True)
+    split = before[0] if kinds == ["Split", "ByteLevel"] else None
+    regex = split.get("pattern", {}).get("Regex") if split and isinstance(split.get("pattern"), dict) else None
     names = {text: name for name, text in SPLIT_PATTERNS.items()}
-    if regex not in names:
+    if regex in names:
+        setting("Split", split, "behavior", "Isolated", "Isolated")
+        setting("Split", split, "invert", False, False)
+        setting("ByteLevel", byte_level, "use_regex", False, True)
+        setting("ByteLevel", byte_level, "add_prefix_space", False, True)
+        return names[regex], False, []
+    words = pre_tokenizer_steps({"type": "Sequence", "pretokenizers": before})
+    if words is None:
         raise ValueError(
-            f"tokenizer.json: Split pattern {json.dumps(split.get('pattern'))[:300]} is not supported (supported: "
+            f"tokenizer.json: pre_tokenizer Sequence of {kinds} is not supported (supported before ByteLevel: "
+            f"Split of a string or a plain regex, Whitespace, WhitespaceSplit, Punctuation, Digits; or Split of "
             f"the regular expressions of {', '.join(SPLIT_PATTERNS)})."
         )
-    setting("Split", split, "behavior", "Isolated", "Isolated")
-    setting("Split", split, "invert", False, False)
-    setting("ByteLevel", byte_level, "use_regex", False, True)
-    setting("ByteLevel", byte_level, "add_prefix_space", False, True)
-    return names[regex], False
+    return ("gpt2" if use_regex else None), add_prefix_space, words
 
 
 def decoder_steps(decoder):

@@ -43,8 +43,9 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     ragged (truncated if the file truncates).
 
     Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
-    cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa) or a `Split`
-    of Llama-3's or Qwen2's regex before it, `ignore_merges` included; character-level BPE with
+    cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa), after steps
+    that cut words (StarCoder's `Digits`) or a `Split` of Llama-3's or Qwen2's regex, `ignore_merges`
+    included; character-level BPE with
     byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` (with or without
     byte fallback) after `Precompiled`, `NFD`, `NFKD`, `NFC`, `NFKC`, `StripAccents`, `Lowercase`,
     `Strip` and plain-regex `Replace` normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet);
@@ -357,8 +358,10 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
 
 def _normalizer_steps(normalizer):
-    """The file's normalizer (its checked steps) as functions of `[n]` strings, to run in turn; runs of
-    Unicode normalizers (NFKD, StripAccents, Lowercase) in as few passes as they allow."""
+    """The file's normalizer (its checked steps) as functions of `[n]` strings, to run in turn, in as few
+    passes as they allow: runs of Unicode normalizers (NFKD, StripAccents, Lowercase, ...) join into
+    fewer tables, and string `Replace`s side by side with one content, whose patterns cannot meet,
+    into one RE2 pass."""
     steps, run = [], []
     for step in [*normalizer, None]:
         if step is not None and step["type"] in unicode_normalizers.KINDS:
@@ -368,17 +371,38 @@ def _normalizer_steps(normalizer):
             steps += unicode_normalizers.rewrites(run)
             run = []
         if step is not None:
-            steps.append(_normalizer_step(step))
-    return steps
+            steps.append(_joined_replace(steps.pop(), step) if _joinable(steps[-1:], step) else step)
+    return [_normalizer_step(step) if isinstance(step, dict) else step for step in steps]
+
+
+def _joinable(before, step):
+    """Whether the `Replace` `step` can run in one pass with the one `before` (a list of one step or
+    none): both of strings, with one content, and no character of the first's patterns or content in
+    the second's patterns, so that no match of one can meet or make a match of the other."""
+    earlier, later = (_strings(before[0]) if before else None), _strings(step)
+    if not earlier or not later or before[0]["content"] != step["content"]:
+        return False
+    return not (set("".join(earlier)) | set(step["content"])) & set("".join(later))
+
+
+def _strings(step):
+    """The strings a `Replace` step replaces (several once joined), or None (a regex, another step)."""
+    if not isinstance(step, dict) or step["type"] != "Replace":
+        return None
+    return step.get("strings") or ([step["pattern"]["String"]] if "String" in step["pattern"] else None)
+
+
+def _joined_replace(first, step):
+    return {**first, "strings": _strings(first) + _strings(step)}
 
 
 def _normalizer_step(step):
     """One step of the file's normalizer (its checked JSON object) as a function of `[n]` strings."""
     kind = step["type"]
-    if kind == "Prepend":
-        return lambda texts: tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
     if kind == "Precompiled":
         return PrecompiledNormalizer(base64.b64decode(step["precompiled_charsmap"]))
+    if kind == "Prepend":
+        return lambda texts: tf.where(tf.strings.length(texts) > 0, tf.strings.join([step["prepend"], texts]), texts)
     if kind == "Strip":
         sides = []
         if step["strip_left"]:
@@ -387,7 +411,12 @@ def _normalizer_step(step):
             sides.append(f"{_WHITE_SPACE}+\\z")
         return lambda texts: tf.strings.regex_replace(texts, "|".join(sides), "") if sides else texts
     pattern = step["pattern"]
-    old = ops.re2_literal(pattern["String"]) if "String" in pattern else components.re2_pattern(pattern["Regex"])
+    if "strings" in step:  # string patterns joined (`_joinable`): leftmost match, as one after another
+        old = "|".join(ops.re2_literal(string) for string in step["strings"])
+    elif "String" in pattern:
+        old = ops.re2_literal(pattern["String"])
+    else:
+        old = components.re2_pattern(pattern["Regex"])
     ops.check_re2(old, f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}")
     return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
 
