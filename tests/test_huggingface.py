@@ -37,6 +37,7 @@ FAMILIES = (
     "gpt2-added",
     "gpt-neox",
     "starcoder",
+    "bloom",
     "llama3",
     "qwen2",
     "llama2",
@@ -105,6 +106,21 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
+    if family == "bloom":
+        # BLOOM's: a Split of its regex (a class holding a class), then bytes without GPT-2's regex.
+        tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
+        pre = tokenizers.pre_tokenizers
+        split = pre.Split(tokenizers.Regex(" ?[^(\\s|[.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c])]+"), "isolated")
+        tokenizer.pre_tokenizer = pre.Sequence([split, pre.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tokenizer.decoder = tokenizers.decoders.ByteLevel()
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=4000,
+            special_tokens=["<pad>", "<s>", "</s>"],
+            initial_alphabet=pre.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tokenizer.train(training_files(), trainer)
+        return tokenizer.to_str()
     if family in ("gpt-neox", "starcoder"):
         # GPT-NeoX's (Pythia, OLMo): byte-level BPE after NFC; StarCoder's: each digit cut out first.
         tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
@@ -586,10 +602,14 @@ UNSUPPORTED = [
     ),
     ("wordpiece-words", set_path(["normalizer"], {"type": "BertNormalizer"}), "BertPreTokenizer"),
     ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "behavior"], "Sideways"), "behavior"),
-    ("unigram-words", set_path(["pre_tokenizer", "pretokenizers", 2, "pattern"], {"Regex": "[a-z]+"}), "Split regex"),
+    (
+        "unigram-words",
+        set_path(["pre_tokenizer", "pretokenizers", 2, "pattern"], {"Regex": "[[:alpha:]]+"}),
+        "Split regex",
+    ),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
     ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
-    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+"}), "Split regex"),
+    ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+(?!\\S)"}), "Split regex"),
     (
         "starcoder",
         set_path(["pre_tokenizer", "pretokenizers"], [{"type": "ByteLevel"}, {"type": "Digits"}]),
@@ -599,7 +619,7 @@ UNSUPPORTED = [
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 1, "add_prefix_space"], True), "add_prefix_space"),
     ("gpt2", set_path(["model", "type"], "Unigram"), "model"),
     ("t5", set_path(["model", "byte_fallback"], True), "byte_fallback"),  # without the byte pieces
-    ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\s{2,}"}), "Replace regex"),
+    ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "(?= )\\s{2,}"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "^ +"}), "Replace regex"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": " *"}), "match nothing"),
     ("t5", set_path(["normalizer", "normalizers", 2, "pattern"], {"Regex": "\\A+ "}), "repeated anchor"),

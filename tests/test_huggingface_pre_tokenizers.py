@@ -3,7 +3,8 @@
 `Whitespace`, `WhitespaceSplit`, `Punctuation`, `Digits` and `BertPreTokenizer` on a character between
 two letters, for every code point (`--full`; every 97th otherwise), so each character class is checked
 whole; `Split` with every behavior, inverted or not, on random text made of the pattern's parts; and
-`Sequence`s of them. The words must equal `pre_tokenize_str`'s pieces exactly.
+`Sequence`s of them; random Oniguruma regexes (classes, groups, lazy and greedy repeats) on random text.
+The words must equal `pre_tokenize_str`'s pieces exactly.
 """
 
 import pytest
@@ -92,6 +93,38 @@ def test_split_matches_every_behavior(split, behavior, invert, data):
     check_words({"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}, texts)
 
 
+# Parts of random regexes: characters, escapes and classes of every kind the translation takes.
+ATOMS = ["a", "b", "\u00e9", " ", "1", "\\.", ".", "\\s", "\\S", "\\d", "\\D", "\\w", "\\W", "\\p{L}", "\\P{N}"]
+ATOMS += ["\\p{P}", "\\p{^L}", "[ab]", "[^a\\s]", "[a-c\\d]", "[\\p{P}\\s]", "[^\\w]", "[-.]", "[a-]", "\\n", "\\t"]
+ATOMS += ["\\x{3A3}", "\\u0661", "[[ab]c]", "[^[^a]]", "\\x41"]
+QUANTIFIERS = ["", "*", "+", "?", "{1,2}", "{2}", "+?", "*?", "??", "{0,3}?"]
+TEXT = st.text("ab \u00e91.,-\n\t\u03a3\u0663AZ_!?\u0301\u00a0\u3000\U0001f600\u4e2d", max_size=14)
+
+
+@st.composite
+def regexes(draw, depth=0):
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        if depth < 2 and draw(st.booleans()) and draw(st.booleans()):
+            inner = draw(st.lists(regexes(depth + 1), min_size=1, max_size=3))
+            atom = draw(st.sampled_from(["(?:", "("])) + "|".join(inner) + ")"
+        else:
+            atom = draw(st.sampled_from(ATOMS))
+        parts.append(atom + draw(st.sampled_from(QUANTIFIERS)))
+    return "".join(parts)
+
+
+@given(regex=regexes(), texts=st.lists(TEXT, min_size=1, max_size=8), behavior=st.sampled_from(list(BEHAVIORS)))
+def test_random_regexes_match(regex, texts, behavior):
+    step = {"type": "Split", "pattern": {"Regex": regex}, "behavior": behavior, "invert": False}
+    try:
+        components.pre_tokenizer_steps(step)
+    except ValueError as error:  # the parts are all supported, but not every way of putting them together
+        assert "nothing" in str(error)
+        return
+    check_words(step, texts)
+
+
 @given(texts=st.lists(st.text(max_size=16) | st.text("ab1 .,-\u00e9\u3000\u0661", max_size=16), max_size=8))
 def test_sequences_match(texts):
     steps = [
@@ -112,7 +145,13 @@ def test_invalid_utf8_reads_as_the_replacement_character():
 @pytest.mark.parametrize(
     "step, named",
     [
-        ({"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated"}, "Split regex"),
+        ({"type": "Split", "pattern": {"Regex": "\\w+(?=a)"}, "behavior": "Isolated"}, "Split regex"),
+        ({"type": "Split", "pattern": {"Regex": "(?:a?)+"}, "behavior": "Isolated"}, "repeat of something"),
+        ({"type": "Split", "pattern": {"Regex": "[a&&b]"}, "behavior": "Isolated"}, "intersection"),
+        ({"type": "Split", "pattern": {"Regex": "\\xE9"}, "behavior": "Isolated"}, "a byte"),
+        ({"type": "Split", "pattern": {"Regex": "\\p{Greek}"}, "behavior": "Isolated"}, "property"),
+        ({"type": "Split", "pattern": {"Regex": "[^\\s\\S]"}, "behavior": "Isolated"}, "no character"),
+        ({"type": "Split", "pattern": {"Regex": "a++"}, "behavior": "Isolated"}, "possessive"),
         ({"type": "Split", "pattern": {"String": ""}, "behavior": "Isolated"}, "Split pattern"),
         ({"type": "Split", "pattern": {"Regex": "a*"}, "behavior": "Isolated"}, "match nothing"),
         ({"type": "Split", "pattern": {"String": "a"}, "behavior": "Sideways"}, "behavior"),

@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
+from tfsubword.text import re2_class  # noqa: F401 (the layers' RE2 classes are built here)
+
 
 class Traced:
     """Graph functions traced once each, whatever calls them.
@@ -192,12 +194,6 @@ def rare_cond(pred, true_fn, false_fn):
         if op.type in ("If", "StatelessIf"):
             op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))  # no public setter
     return result
-
-
-def re2_class(ranges, negate=False, extra=""):
-    """An RE2 character class of the inclusive code point `ranges` (after `extra`, RE2 text)."""
-    parts = [f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in ranges]
-    return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"
 
 
 def re2_none_of(mask):

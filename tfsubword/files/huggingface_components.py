@@ -10,6 +10,7 @@ import binascii
 import json
 
 from tfsubword.files import sentencepiece_model as spm_model
+from tfsubword.text.oniguruma import re2_pattern
 
 # The regular expressions of the `Split` pre-tokenizers reproduced (`text.byte_level`), by name.
 _CONTRACTIONS_ANY_CASE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
@@ -247,106 +248,6 @@ def string_normalizers(normalizer):
     raise unsupported("normalizer", normalizer)
 
 
-# Characters with a meaning in a regular expression; any other stands for itself.
-_REGEX_SYNTAX = set("\\^$.|?*+()[]{}")
-
-
-def re2_pattern(pattern, owner="Replace"):
-    """The RE2 pattern that matches what the Oniguruma `pattern` of a `Replace` (or `Split`) matches, for plain
-    patterns: characters, escaped syntax characters, `\\A` and `\\z`, groups `(?:...)`, `|`, and the
-    greedy quantifiers `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`. Both engines read these alike (leftmost
-    alternative first, greedy repeats); classes, `.`, `^` and `$` differ between them and are refused,
-    as are patterns that can match nothing (Hugging Face and RE2 place empty matches differently)."""
-    position = 0
-
-    def fail(why):
-        raise ValueError(
-            f"tokenizer.json: {owner} regex {pattern!r} is not supported ({why}; supported: characters, "
-            "escaped characters, \\A, \\z, (?:...), |, and the quantifiers * + ? {m} {m,} {m,n})."
-        )
-
-    def alternatives():
-        nonlocal position
-        parts = [sequence()]
-        while position < len(pattern) and pattern[position] == "|":
-            position += 1
-            parts.append(sequence())
-        return "|".join(text for text, _ in parts), any(empty for _, empty in parts)
-
-    def sequence():
-        nonlocal position
-        texts, empty = [], True
-        while position < len(pattern) and pattern[position] not in "|)":
-            text, atom_empty = atom()
-            text, atom_empty = quantified(text, atom_empty)
-            texts.append(text)
-            empty = empty and atom_empty
-        return "".join(texts), empty
-
-    def atom():
-        nonlocal position
-        char = pattern[position]
-        if char == "\\":
-            if position + 1 >= len(pattern):
-                fail("a trailing backslash")
-            escaped = pattern[position + 1]
-            position += 2
-            if escaped in "Az":
-                if position < len(pattern) and pattern[position] in "*+?{":
-                    fail("a repeated anchor")
-                return "\\" + escaped, True
-            if escaped not in _REGEX_SYNTAX and escaped not in "-/ #":
-                fail(f"the escape \\{escaped}")
-            return _literal(escaped), False
-        if pattern.startswith("(?:", position):
-            position += 3
-            text, empty = alternatives()
-            if position >= len(pattern) or pattern[position] != ")":
-                fail("an unclosed group")
-            position += 1
-            return f"(?:{text})", empty
-        if char in _REGEX_SYNTAX:
-            fail(f"the character {char!r}")
-        position += 1
-        return _literal(char), False
-
-    def quantified(text, empty):
-        nonlocal position
-        if position < len(pattern) and pattern[position] in "*+?":
-            char = pattern[position]
-            position += 1
-            return text + char, empty or char != "+"
-        if position < len(pattern) and pattern[position] == "{":
-            end = pattern.find("}", position)
-            low, _, high = pattern[position + 1 : end].partition(",") if end > 0 else ("", "", "")
-            bounds = pattern[position + 1 : end] if end > 0 else ""
-            digits = set("0123456789")
-            if (
-                not low
-                or not set(low) <= digits
-                or not set(high) <= digits
-                or int(low) > 1000
-                or (high and int(high) > 1000)
-            ):
-                fail("a repeat other than {m}, {m,} or {m,n} up to 1000")
-            if high and int(high) < int(low):
-                fail("a repeat {m,n} with n < m")
-            position = end + 1
-            return text + "{" + bounds + "}", empty or int(low) == 0
-        return text, empty
-
-    text, empty = alternatives()
-    if position != len(pattern):
-        fail(f"the character {pattern[position]!r}")
-    if empty:
-        fail("it can match nothing")
-    return text
-
-
-def _literal(char):
-    return f"\\x{{{ord(char):X}}}"
-
-
 def metaspace(pre_tokenizer, split=False):
     """The steps of a `Metaspace` pre-tokenizer (`[{"type": "Metaspace", "replacement", "prepend_scheme",
     "split"}]`), or None for another pre-tokenizer. With `split` (cutting words before each replacement
@@ -398,7 +299,7 @@ def pre_tokenizer_steps(pre_tokenizer):
     if not isinstance(text, str) or not text:
         raise ValueError(
             f"tokenizer.json: Split pattern {json.dumps(pattern)[:200]} is not supported (supported: a non-empty "
-            "String, or a Regex of characters, escaped characters, (?:...), | and quantifiers)."
+            "String or Regex)."
         )
     if "Regex" in pattern:
         re2_pattern(text, "Split")  # checked

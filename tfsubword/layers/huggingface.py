@@ -24,6 +24,7 @@ from tfsubword.layers.huggingface_models import HuggingFaceUnigram, HuggingFaceW
 from tfsubword.layers.wordpiece import WordPieceLayer
 from tfsubword.text import unicode_classes, unicode_normalizers
 from tfsubword.text.added_tokens import AddedTokens, tokenize_around
+from tfsubword.text.oniguruma import re2_pattern
 from tfsubword.text.pre_tokenizers import PreTokenizer
 from tfsubword.text.precompiled import PrecompiledNormalizer
 
@@ -416,7 +417,7 @@ def _normalizer_step(step):
     elif "String" in pattern:
         old = ops.re2_literal(pattern["String"])
     else:
-        old = components.re2_pattern(pattern["Regex"])
+        old = re2_pattern(pattern["Regex"])
     ops.check_re2(old, f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}")
     return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
 

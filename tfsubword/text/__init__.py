@@ -12,3 +12,9 @@ def packed_ranges(text):
     return tuple(
         (int(first, 16), int(last or first, 16)) for first, _, last in (r.partition("-") for r in text.split())
     )
+
+
+def re2_class(ranges, negate=False, extra=""):
+    """An RE2 character class of the inclusive code point `ranges` (after `extra`, RE2 text)."""
+    parts = [f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in ranges]
+    return "[" + ("^" if negate else "") + extra + "".join(parts) + "]"

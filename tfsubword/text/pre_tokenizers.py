@@ -13,8 +13,8 @@ import json
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
-from tfsubword.files import huggingface_components as components
 from tfsubword.text import pre_tokenizer_classes, unicode_classes
+from tfsubword.text.oniguruma import re2_pattern
 
 _MARK = b"\xff"
 _SPACE = ops.re2_class(unicode_classes.WHITE_SPACE)
@@ -39,7 +39,7 @@ def splits(step):
     if kind == "Digits":  # runs of digits are one piece (Contiguous), or each digit is
         return [(_NUMERIC if step["individual_digits"] else _NUMERIC + "+", "Isolated", False)]
     pattern = step["pattern"]
-    text = ops.re2_literal(pattern["String"]) if "String" in pattern else components.re2_pattern(pattern["Regex"])
+    text = ops.re2_literal(pattern["String"]) if "String" in pattern else re2_pattern(pattern["Regex"])
     return [(text, step["behavior"], step["invert"])]
 
 
