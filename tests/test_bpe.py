@@ -378,6 +378,28 @@ def test_ignore_merges_by_hand():
         assert got == [reference.encode(text).ids for text in ("abc", "abca")] == expected
 
 
+@pytest.mark.parametrize(
+    "affix, vocabulary, merges",
+    [
+        ("end_of_word_suffix", ["a", "b", "a</w>", "b</w>", "ab</w>"], [("a", "b</w>")]),
+        ("continuing_subword_prefix", ["a", "b", "##a", "##b", "ab"], [("a", "##b")]),
+    ],
+)
+def test_word_suffix_and_subword_prefix_by_hand(affix, vocabulary, merges):
+    """Golden ids: "ab" is (a, b</w>) merged into ab</w>, or (a, ##b) into ab (the prefix dropped);
+    "ba" does not merge; "a" alone is a</w> with the suffix, a without the prefix."""
+    text = "</w>" if affix == "end_of_word_suffix" else "##"
+    layer = BPELayer(vocabulary, merges, byte_level=False, pattern=None, **{affix: text})
+    expected = [[4], [1, 2], [2 if text == "</w>" else 0]]
+    assert [layer(word).numpy().tolist() for word in ("ab", "ba", "a")] == expected
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    reference = tokenizers_module().Tokenizer(tokenizers_module().models.BPE(ids, merges, **{affix: text}))
+    assert [reference.encode(word).ids for word in ("ab", "ba", "a")] == expected
+    restored = BPELayer.from_config(layer.get_config())
+    restored.set_vocabulary(vocabulary, merges)
+    assert restored("ab").numpy().tolist() == [4]
+
+
 @st.composite
 def _grown_merges(draw):
     """A merge list grown as training grows one: each merge joins two tokens that exist already."""

@@ -38,6 +38,7 @@ FAMILIES = (
     "gpt-neox",
     "starcoder",
     "bloom",
+    "clip",
     "llama3",
     "qwen2",
     "llama2",
@@ -106,6 +107,32 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
+    if family == "clip":
+        # CLIP's (Stable Diffusion's text encoder): NFC, runs of white space to one space, lowercase;
+        # the words of a regex, then bytes; `</w>` ends each word's last symbol.
+        models, normalizers, pre = tokenizers.models, tokenizers.normalizers, tokenizers.pre_tokenizers
+        bpe = models.BPE(continuing_subword_prefix="", end_of_word_suffix="</w>", unk_token="<|endoftext|>")
+        tokenizer = tokenizers.Tokenizer(bpe)
+        tokenizer.normalizer = normalizers.Sequence(
+            [normalizers.NFC(), normalizers.Replace(tokenizers.Regex("\\s+"), " "), normalizers.Lowercase()]
+        )
+        words = tokenizers.Regex("'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+")
+        split = pre.Split(words, behavior="removed", invert=True)
+        tokenizer.pre_tokenizer = pre.Sequence([split, pre.ByteLevel(add_prefix_space=False)])
+        tokenizer.decoder = tokenizers.decoders.ByteLevel()
+        specials = ["<|startoftext|>", "<|endoftext|>"]
+        trainer = tokenizers.trainers.BpeTrainer(
+            vocab_size=4000,
+            special_tokens=specials,
+            end_of_word_suffix="</w>",
+            initial_alphabet=pre.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tokenizer.train(training_files(), trainer)
+        tokenizer.post_processor = tokenizers.processors.RobertaProcessing(
+            (specials[1], 1), (specials[0], 0), add_prefix_space=False, trim_offsets=False
+        )
+        return tokenizer.to_str()
     if family == "bloom":
         # BLOOM's: a Split of its regex (a class holding a class), then bytes without GPT-2's regex.
         tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
@@ -549,6 +576,24 @@ def test_detokenize_follows_the_decoder(family):
     got = layer.detokenize(tf.ragged.constant([e.ids for e in encodings])).numpy()
     expected = [reference(family).decode(e.ids) for e in encodings]
     assert [text.decode("utf-8") for text in got] == expected
+
+
+@pytest.mark.parametrize("affix", ["continuing_subword_prefix", "end_of_word_suffix"])
+def test_character_bpe_with_a_subword_prefix_or_a_word_suffix_matches(affix):
+    """Hugging Face's `continuing_subword_prefix` (`##`) and `end_of_word_suffix` (`</w>`) on BPE of
+    characters, trained with them."""
+    tokenizers = tokenizers_module()
+    text = {"continuing_subword_prefix": "##", "end_of_word_suffix": "</w>"}[affix]
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="[UNK]", **{affix: text}))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=2000, special_tokens=["[UNK]"], show_progress=False, **{affix: text}
+    )
+    reference.train(training_files(), trainer)
+    assert sum(text in token for token in reference.get_vocab()) > 500
+    layer = from_huggingface(reference.to_str())
+    lines = every_line()[::50] + WITH_TOKENS
+    assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
 
 
 def test_byte_level_without_its_regex_matches():

@@ -137,9 +137,12 @@ def bpe(config, model):
     # tokens must all be there), without it the layer has no such rule.
     if field("BPE", model, "fuse_unk", (bool,), False) and not byte_fallback:
         setting("BPE", model, "fuse_unk", False, False)
-    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(key) not in (None, ""):
-            setting("BPE", model, key, None, None)
+    prefix, suffix = (field("BPE", model, key, (str, None), None) or "" for key in _AFFIXES)
+    if (prefix or suffix) and (ignore_merges or byte_fallback):
+        raise ValueError(
+            "tokenizer.json: BPE continuing_subword_prefix or end_of_word_suffix with ignore_merges or byte_fallback "
+            "is not supported."
+        )
     unknown = field("model", model, "unk_token", (str, None), None)
     pre_tokenizer = config.get("pre_tokenizer")
     steps = metaspace(pre_tokenizer)
@@ -159,8 +162,13 @@ def bpe(config, model):
         "ignore_merges": ignore_merges,
         "byte_fallback": byte_fallback,
         "add_prefix_space": add_prefix_space,
+        "continuing_subword_prefix": prefix,
+        "end_of_word_suffix": suffix,
     }
     return "BPELayer", vocabulary, merges, options, string_normalizers(config.get("normalizer")), steps or []
+
+
+_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 
 
 def unigram(config, model):

@@ -46,6 +46,10 @@ class BPELayer(TokenizerLayer):
         byte_fallback: bool. With `byte_level=False`, a character that is no token becomes the tokens
             of its UTF-8 bytes, `<0x00>` to `<0xFF>` (all must be in the vocabulary), as Llama-2's
             and Mistral's vocabularies do. Defaults to False.
+        continuing_subword_prefix: str. Written before each symbol of a word but its first (Hugging
+            Face's option of that name; a merge of `(a, prefix + b)` makes `a + b`). Defaults to "".
+        end_of_word_suffix: str. Written after the last symbol of each word (`</w>` in CLIP's and
+            Hugging Face's `CharBPETokenizer`'s vocabularies). Defaults to "".
         add_prefix_space: bool. Put a space before every text that does not start with one (an empty
             text stays empty), so that a text's first word is spelled as after a space, as Hugging
             Face's `ByteLevel(add_prefix_space=True)` does (RoBERTa). Defaults to False (GPT-2).
@@ -79,6 +83,8 @@ class BPELayer(TokenizerLayer):
         pattern="gpt2",
         ignore_merges=False,
         byte_fallback=False,
+        continuing_subword_prefix="",
+        end_of_word_suffix="",
         add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
@@ -93,6 +99,15 @@ class BPELayer(TokenizerLayer):
         self.byte_fallback = checks.boolean("byte_fallback", byte_fallback)
         if self.byte_fallback and self.byte_level:
             raise ValueError("`byte_fallback` is for character-level BPE: set `byte_level=False` with it.")
+        self.continuing_subword_prefix = checks.string(
+            "continuing_subword_prefix", continuing_subword_prefix, empty=True
+        )
+        self.end_of_word_suffix = checks.string("end_of_word_suffix", end_of_word_suffix, empty=True)
+        if (self.continuing_subword_prefix or self.end_of_word_suffix) and (self.ignore_merges or self.byte_fallback):
+            raise ValueError(
+                "`continuing_subword_prefix` and `end_of_word_suffix` go with neither `ignore_merges` nor "
+                "`byte_fallback`."
+            )
         self.add_prefix_space = checks.boolean("add_prefix_space", add_prefix_space)
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
@@ -132,7 +147,14 @@ class BPELayer(TokenizerLayer):
     def _build(self, tokens):
         unknown = self._token_ids[self.unknown_token] if self.unknown_token is not None else -1
         self._segmenter = BytePairEncoding(
-            tokens, self._merges, self.byte_level, unknown, self.ignore_merges, self.byte_fallback
+            tokens,
+            self._merges,
+            self.byte_level,
+            unknown,
+            self.ignore_merges,
+            self.byte_fallback,
+            self.continuing_subword_prefix,
+            self.end_of_word_suffix,
         )
         # Detokenizing writes each token's bytes (tokens outside the byte alphabet: their text).
         decoded = [
@@ -229,6 +251,8 @@ class BPELayer(TokenizerLayer):
                 "pattern": self.pattern,
                 "ignore_merges": self.ignore_merges,
                 "byte_fallback": self.byte_fallback,
+                "continuing_subword_prefix": self.continuing_subword_prefix,
+                "end_of_word_suffix": self.end_of_word_suffix,
                 "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),

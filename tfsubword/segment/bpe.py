@@ -74,23 +74,45 @@ class BytePairEncoding(tf.Module):
     attribute) is the table of the words that are tokens encoding to themselves; with `ignore_merges`,
     of every word that is a token (Hugging Face's option: such a word is its token, merges or not).
     `byte_fallback` (characters only): a character that is no token becomes the tokens of its UTF-8
-    bytes, `<0x00>` to `<0xFF>`, which must all be tokens.
+    bytes, `<0x00>` to `<0xFF>`, which must all be tokens. `prefix` and `suffix` (Hugging Face's
+    `continuing_subword_prefix` and `end_of_word_suffix`): a word's symbols after its first are
+    written with `prefix` in front, its last with `suffix` after; a merge of `(a, prefix + b)` makes
+    `a + b`.
     """
 
-    def __init__(self, tokens, merges, byte_level, unknown_id=-1, ignore_merges=False, byte_fallback=False, name=None):
+    def __init__(
+        self,
+        tokens,
+        merges,
+        byte_level,
+        unknown_id=-1,
+        ignore_merges=False,
+        byte_fallback=False,
+        prefix="",
+        suffix="",
+        name=None,
+    ):
         super().__init__(name=name)
         ids = {token: index for index, token in enumerate(tokens)}
         self._size = size = len(tokens)
         self._byte_level = byte_level
         self._unknown_id = unknown_id
+        self._affixed = bool(prefix or suffix)
+        if self._affixed and (ignore_merges or byte_fallback):
+            raise ValueError(
+                "A subword prefix or an end-of-word suffix does not go with ignore_merges or byte_fallback."
+            )
         ranks = {}
         for rank, (left, right) in enumerate(merges):
-            for token in (left, right, left + right):
+            if not right.startswith(prefix):
+                raise ValueError(f"Merge {rank} {(left, right)!r}: its second token does not start with {prefix!r}.")
+            merged = left + right[len(prefix) :]
+            for token in (left, right, merged):
                 if token not in ids:
                     raise ValueError(
                         f"Merge {rank} {(left, right)!r} needs the token {token!r}, which is not in the vocabulary."
                     )
-            ranks[(ids[left], ids[right])] = (rank, ids[left + right])
+            ranks[(ids[left], ids[right])] = (rank, ids[merged])
         # The first symbols: byte (or code point) -> id.
         if byte_level:
             initial = {byte: ids[char] for byte, char in enumerate(byte_level_lib.byte_to_char()) if char in ids}
@@ -100,7 +122,7 @@ class BytePairEncoding(tf.Module):
             self.token_bytes = [token.encode("utf-8") for token in tokens]
         whole_keys, whole_ids = [], []
         for index, data in enumerate(self.token_bytes):
-            if not data:
+            if not data or self._affixed:  # (affixed tokens do not spell words)
                 continue
             units = list(data) if byte_level else [ord(c) for c in tokens[index]]
             symbols = [initial.get(unit, unknown_id) for unit in units]
@@ -115,7 +137,7 @@ class BytePairEncoding(tf.Module):
         stand_ins = {f"<0x{b:02X}>" for b in range(256)} if byte_fallback else set()
         stand_ins |= {tokens[unknown_id]} if unknown_id >= 0 else set()
         spelled = not any(left in stand_ins or right in stand_ins for left, right in merges)
-        cut = not byte_level and not ignore_merges and spelled
+        cut = not byte_level and not ignore_merges and spelled and not self._affixed
         self.cuts = Cuts([left + right for left, right in merges]) if cut else None
         self._byte_fallback = byte_fallback and not byte_level
         if self._byte_fallback:
@@ -123,11 +145,34 @@ class BytePairEncoding(tf.Module):
             if missing:
                 raise ValueError(f"Byte fallback needs the 256 byte tokens; the vocabulary lacks {missing[:3]}.")
             self._byte_ids = tables.constant([ids[f"<0x{b:02X}>"] for b in range(256)], tf.int64)
-        if byte_level:
+        if self._affixed:
+            self._affixed_initial = self._affixed_symbols(ids, prefix, suffix)
+        elif byte_level:
             self._byte_ids = tables.constant([initial.get(b, unknown_id) for b in range(256)], tf.int64)
         else:
             code_points = sorted(initial)
             self._initial = tables.hash_table(code_points, [initial[c] for c in code_points], -1, tf.int64, tf.int64)
+
+    def _affixed_symbols(self, ids, prefix, suffix):
+        """The table of first symbols with `prefix` and `suffix`: key `unit << 2 | variant`, where the
+        variant's bit 0 says the unit is not its word's first and bit 1 that it is its last."""
+        keys, values = [], []
+        units = range(256) if self._byte_level else None
+        for variant in range(4):
+            before, after = (prefix if variant & 1 else ""), (suffix if variant & 2 else "")
+            if units is not None:
+                spelled = {unit: before + char + after for unit, char in enumerate(byte_level_lib.byte_to_char())}
+            else:  # the tokens that are one character with these affixes
+                spelled = {
+                    ord(token[len(before) : len(token) - len(after)]): token
+                    for token in ids
+                    if len(token) == len(before) + 1 + len(after) and token.startswith(before) and token.endswith(after)
+                }
+            for unit, token in spelled.items():
+                if token in ids:
+                    keys.append(unit << 2 | variant)
+                    values.append(ids[token])
+        return tables.hash_table(keys, values, -1, tf.int64, tf.int64)
 
     def units(self, texts):
         """`[n]` texts of characters -> ragged `[n, (units)]`: each cut where no merge crosses
@@ -170,7 +215,15 @@ class BytePairEncoding(tf.Module):
         """`[k]` words -> their first symbols (ids, int64), the word of each (int64) and, if asked,
         the character (of the word) each comes from; symbols of no token are dropped."""
         characters = None
-        if self._byte_level:
+        if self._affixed:
+            units, splits = (ops.decode_bytes if self._byte_level else ops.decode_utf8)(words)
+            index, unit_rows = tf.range(tf.size(units, out_type=tf.int64)), ops.row_ids(splits)
+            continuing = tf.cast(index != ops.take(splits, unit_rows), tf.int64)
+            last = tf.cast(index == ops.take(splits, unit_rows + 1) - 1, tf.int64)
+            symbols = self._affixed_initial.lookup(tf.cast(units, tf.int64) * 4 + continuing + 2 * last)
+            if self._unknown_id >= 0:
+                symbols = tf.where(symbols < 0, tf.constant(self._unknown_id, tf.int64), symbols)
+        elif self._byte_level:
             units, splits = ops.decode_bytes(words)
             symbols = ops.take(self._byte_ids, units)
         else:
