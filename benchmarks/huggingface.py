@@ -7,11 +7,13 @@ Families: BERT uncased (the shared `tokenizer.json`); GPT-2, RoBERTa (a prefix s
 fallback after `Prepend`/`Replace`): files Hugging Face trains on the real-text mix, 30,000 tokens;
 T5 (`Unigram` after `Precompiled` with SentencePiece's nmt_nfkc map, `Strip`, a regex `Replace` and a
 splitting `Metaspace`) and ALBERT (the same after quote `Replace`s, `NFKD`, `StripAccents` and
-`Lowercase`), 16,000 pieces.
+`Lowercase`), 16,000 pieces; GPT-NeoX (NFC, byte-level BPE), CLIP (normalizers, an inverted regex
+`Split`, `ByteLevel`, `</w>`) and the quick-tour BPE (`Whitespace`, characters), 30,000 tokens.
 The files' truncation and padding are removed, so the layers give ragged ids and the ratio shows
 what the loaded layer adds to the bare one: finding added tokens, normalizing, framing. For each:
 the loaded layer, the bare layer (`WordPieceLayer`, `BPELayer` or `HuggingFaceUnigram` with the same
-options, given the text already normalized for Llama-2, normalized and pre-tokenized for T5), and
+options, given the text already normalized for Llama-2 and GPT-NeoX, normalized and pre-tokenized for
+T5, and a batch's words, flattened, for files whose pre-tokenizer cuts words), and
 Hugging Face `tokenizers` itself (one thread, for reference), on the corpora of `realtext.py` at
 each batch size, interleaved, medians.
 Ratio = loaded speed / other speed (1.0 against bare: loading costs nothing).
@@ -99,10 +101,54 @@ def family_files(mix):
             single=end, special_tokens=[("</s>", 1), ("<s>", 3)] if family == "albert" else [("</s>", 1)]
         )
         files[family] = unigram.to_str()
+    files.update(word_family_files(mix))
     for family, text in files.items():
         config = json.loads(text)
         config["truncation"] = config["padding"] = None
         files[family] = json.dumps(config)
+    return files
+
+
+def word_family_files(mix):
+    """GPT-NeoX's pipeline (NFC, then GPT-2's byte-level BPE), CLIP's (NFC, a regex Replace,
+    Lowercase; an inverted regex Split, ByteLevel; `</w>` suffixes) and Hugging Face's quick-tour BPE
+    (`Whitespace`, characters), each trained on the mix, 30,000 tokens."""
+    import tokenizers
+
+    models, normalizers, pre = tokenizers.models, tokenizers.normalizers, tokenizers.pre_tokenizers
+    files = {}
+    neox = tokenizers.Tokenizer(models.BPE())
+    neox.normalizer = normalizers.NFC()
+    neox.pre_tokenizer = pre.ByteLevel(add_prefix_space=False)
+    alphabet = pre.ByteLevel.alphabet()
+    neox.train_from_iterator(
+        mix,
+        tokenizers.trainers.BpeTrainer(vocab_size=30000, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet),
+    )
+    files["gpt-neox"] = neox.to_str()
+    clip = tokenizers.Tokenizer(
+        models.BPE(continuing_subword_prefix="", end_of_word_suffix="</w>", unk_token="<|endoftext|>")
+    )
+    clip.normalizer = normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(tokenizers.Regex(r"\s+"), " "), normalizers.Lowercase()]
+    )
+    words = tokenizers.Regex(r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+")
+    clip.pre_tokenizer = pre.Sequence([pre.Split(words, "removed", invert=True), pre.ByteLevel(add_prefix_space=False)])
+    specials = ["<|startoftext|>", "<|endoftext|>"]
+    clip.train_from_iterator(
+        mix,
+        tokenizers.trainers.BpeTrainer(
+            vocab_size=30000, special_tokens=specials, end_of_word_suffix="</w>", initial_alphabet=alphabet
+        ),
+    )
+    clip.post_processor = tokenizers.processors.RobertaProcessing((specials[1], 1), (specials[0], 0))
+    files["clip"] = clip.to_str()
+    quick = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]"))
+    quick.pre_tokenizer = pre.Whitespace()
+    quick.train_from_iterator(
+        mix, tokenizers.trainers.BpeTrainer(vocab_size=30000, special_tokens=["[UNK]", "[CLS]", "[SEP]"])
+    )
+    files["bpe-whitespace"] = quick.to_str()
     return files
 
 
@@ -128,10 +174,24 @@ def systems(text):
             return "".join(word for word, _ in pre_tokenize(reference.normalizer.normalize_str(text)))
 
     encode_bare, _, _ = rt.in_graph(bare)
+    if loaded._words is not None:
+        # Words cut by the pre-tokenizer: the bare layer takes a batch's words, flattened.
+        pre_tokenize, normalize_text = reference.pre_tokenizer.pre_tokenize_str, normalize
+
+        def normalize(text):
+            return [word for word, _ in pre_tokenize(normalize_text(text) if normalize_text else text)]
+
+        def encode_words(texts):
+            return encode_bare([w for t in texts for w in normalized.get(t) or normalized.setdefault(t, normalize(t))])
+
     return {
         LOADED: rt.in_graph(loaded),
         BARE: (
-            lambda texts: encode_bare([normalized.get(t) or normalized.setdefault(t, normalize(t)) for t in texts]),
+            encode_words
+            if loaded._words is not None
+            else lambda texts: encode_bare(
+                [normalized.get(t) or normalized.setdefault(t, normalize(t)) for t in texts]
+            ),
             None,
             None,
         )

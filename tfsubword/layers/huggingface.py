@@ -43,17 +43,16 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     `[batch, length]` tensor; with padding to the longest, dense to the batch's longest; without,
     ragged (truncated if the file truncates).
 
-    Supported: WordPiece models with `BertNormalizer` and `BertPreTokenizer` (BERT and its kin,
-    cased or not); byte-level BPE with the `ByteLevel` pre-tokenizer (GPT-2, RoBERTa), after steps
-    that cut words (StarCoder's `Digits`) or a `Split` of Llama-3's or Qwen2's regex, `ignore_merges`
-    included; character-level BPE with
-    byte fallback after `Prepend`/`Replace` normalizers (Llama-2-style); `Unigram` (with or without
-    byte fallback) after `Precompiled`, `NFD`, `NFKD`, `NFC`, `NFKC`, `StripAccents`, `Lowercase`,
-    `Strip` and plain-regex `Replace` normalizers and a `Metaspace` pre-tokenizer (T5, ALBERT, XLNet);
-    those normalizers before byte-level BPE too (GPT-NeoX's `NFC`); any of the three models on the
-    words of `Whitespace`, `WhitespaceSplit`, `Punctuation`, `Digits`, `BertPreTokenizer` and `Split`
-    (of a string or a plain regex) pre-tokenizers, after those normalizers; post-processors
-    `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel` and `Sequence`.
+    Supported (the README's table lists the families):
+    - models `WordPiece`, `BPE` (byte-level or of characters; `ignore_merges`, `byte_fallback`,
+      `continuing_subword_prefix`, `end_of_word_suffix`) and `Unigram` (`byte_fallback`);
+    - normalizers `BertNormalizer` (with `BertPreTokenizer`, for WordPiece), `NFD`, `NFKD`, `NFC`,
+      `NFKC`, `StripAccents`, `Lowercase`, `Precompiled`, `Prepend`, `Strip` and `Replace`, in any
+      `Sequence`;
+    - pre-tokenizers `ByteLevel`, `Metaspace`, and steps that cut words (`Split`, `Whitespace`,
+      `WhitespaceSplit`, `Punctuation`, `Digits`, `BertPreTokenizer`) alone, in a `Sequence`, or
+      before `ByteLevel`; regexes with Oniguruma's classes, and the split regexes of Llama-3 and Qwen2;
+    - post-processors `BertProcessing`, `RobertaProcessing`, `TemplateProcessing`, `ByteLevel`, `Sequence`.
     `detokenize` follows the file's decoder (see `layers.decoders`). Anything else raises
     `ValueError` naming the component and its setting.
 
