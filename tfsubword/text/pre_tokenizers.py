@@ -114,7 +114,7 @@ class PreTokenizer:
 
 def _split(words, rows, pattern, behavior, invert):
     """The words of one `Split` of `words` (`rows`: the text of each) and the text of each."""
-    parts = tf.strings.split(tf.strings.regex_replace(words, f"({pattern})", _MARK + b"\\1" + _MARK), sep=_MARK)
+    parts = tf.strings.split(tf.strings.regex_replace(words, pattern, _MARK + b"\\0" + _MARK), sep=_MARK)
     values, word_of = parts.flat_values, parts.value_rowids()
     position = tf.range(tf.size(values, out_type=tf.int64)) - tf.gather(parts.row_splits, word_of)
     delimiter = tf.not_equal(position % 2 == 1, invert)  # with invert, the text between matches

@@ -60,6 +60,11 @@ class CharacterRewrite(tf.Module):
             seconds[[second for _, second in compositions]] = 1
             self._seconds = tables.CodePointTable(seconds, tf.int32)
             special |= seconds > 0  # a text holding one may compose
+            # A starter that its rewrite decomposes and composes back to itself changes nothing (é
+            # is é again), unless its rewrite starts with a second of a pair.
+            for code_point, target in mapping.items():
+                if _recomposed(target, combining, compositions) == chr(code_point) and not seconds[ord(target[0])]:
+                    special[code_point] = classes[code_point] > 0
         # Texts without a character to replace or order, or U+FFFD (maybe invalid UTF-8), are left
         # as they are, without decoding them.
         special[0xFFFD] = True
@@ -228,6 +233,23 @@ def _lowercase():
         elif not 0xD800 <= c < 0xE000 and char.lower() != char:
             mapping[c] = char.lower()
     return mapping
+
+
+def _recomposed(text, combining, compositions):
+    """`compose` of one short, canonically ordered text, in Python."""
+    result, starter, last = [], None, -1  # `last`: the class of the last character kept after the starter
+    for char in map(ord, text):
+        char_class = combining.get(char, 0)
+        composite = compositions.get((result[starter], char)) if starter is not None else None
+        if composite is not None and (last < 0 or last < char_class):
+            result[starter] = composite
+            continue
+        if char_class == 0:
+            starter, last = len(result), -1
+        else:
+            last = char_class
+        result.append(char)
+    return "".join(map(chr, result))
 
 
 def _pair_keys(first, second):
