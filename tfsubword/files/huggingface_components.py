@@ -226,17 +226,9 @@ def string_normalizers(normalizer):
     if kind == "Prepend":
         return [{"type": "Prepend", "prepend": field("Prepend", normalizer, "prepend", (str,))}]
     if kind == "Replace":
-        pattern = field("Replace", normalizer, "pattern", (dict,))
-        text = pattern.get("String", pattern.get("Regex")) if len(pattern) == 1 else None
-        if not isinstance(text, str) or not text:
-            raise ValueError(
-                f"tokenizer.json: Replace normalizer pattern {json.dumps(pattern)[:200]} is not supported "
-                "(supported: a non-empty String or Regex)."
-            )
-        if "Regex" in pattern:
-            re2_pattern(text)  # checked
+        pattern = _pattern("Replace", normalizer)
         content = field("Replace", normalizer, "content", (str,))
-        return [{"type": "Replace", "pattern": dict(pattern), "content": content}]
+        return [{"type": "Replace", "pattern": pattern, "content": content}]
     if kind in ("NFD", "NFKD", "NFC", "NFKC", "StripAccents", "Lowercase"):
         return [{"type": kind}]
     if kind == "Strip":
@@ -302,17 +294,24 @@ def pre_tokenizer_steps(pre_tokenizer):
         raise ValueError(f"tokenizer.json: {kind} behavior {behavior!r} is not one of {', '.join(BEHAVIORS)}.")
     if kind == "Punctuation":
         return [{"type": kind, "behavior": behavior}]
-    pattern = field("Split", pre_tokenizer, "pattern", (dict,))
+    pattern = _pattern("Split", pre_tokenizer)
+    invert = field("Split", pre_tokenizer, "invert", (bool,), False)
+    return [{"type": kind, "pattern": pattern, "behavior": behavior, "invert": invert}]
+
+
+def _pattern(owner, component):
+    """The checked `pattern` of a `Replace` or `Split`: `{"String": ...}` or `{"Regex": ...}` (one that
+    `re2_pattern` translates), not empty."""
+    pattern = field(owner, component, "pattern", (dict,))
     text = pattern.get("String", pattern.get("Regex")) if len(pattern) == 1 else None
     if not isinstance(text, str) or not text:
         raise ValueError(
-            f"tokenizer.json: Split pattern {json.dumps(pattern)[:200]} is not supported (supported: a non-empty "
+            f"tokenizer.json: {owner} pattern {json.dumps(pattern)[:200]} is not supported (supported: a non-empty "
             "String or Regex)."
         )
     if "Regex" in pattern:
-        re2_pattern(text, "Split")  # checked
-    invert = field("Split", pre_tokenizer, "invert", (bool,), False)
-    return [{"type": kind, "pattern": dict(pattern), "behavior": behavior, "invert": invert}]
+        re2_pattern(text, owner)  # checked
+    return dict(pattern)
 
 
 def _cuts_words(pre_tokenizer):
