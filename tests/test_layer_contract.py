@@ -26,11 +26,13 @@ def unigram(**arguments):
 
 
 def bpe(**arguments):
-    vocabulary = BPE_VOCABULARY
+    vocabulary, merges = BPE_VOCABULARY, BPE_MERGES
+    if arguments.get("continuing_subword_prefix"):  # merges of continuation symbols
+        vocabulary, merges = ["<|endoftext|>", "a", "##b", "ab"], [("a", "##b")]
     if arguments.get("byte_fallback"):  # characters, and a token for every byte
         vocabulary = vocabulary + [f"<0x{byte:02X}>" for byte in range(256)]
         arguments = {"byte_level": False, **arguments}
-    return BPELayer(vocabulary, BPE_MERGES, **arguments)
+    return BPELayer(vocabulary, merges, **arguments)
 
 
 def bert(**arguments):
@@ -78,6 +80,8 @@ CHANGED = {
             "pattern": "llama3",
             "ignore_merges": True,
             "byte_fallback": True,
+            "continuing_subword_prefix": "##",
+            "end_of_word_suffix": "</w>",
             "add_prefix_space": True,
             "unknown_token": "c",
             "special_tokens": ("a",),
