@@ -43,20 +43,6 @@ def ranges(predicate):
     return result
 
 
-def formatted(name, pairs):
-    lines = [f"{name} = ("]
-    row = []
-    for low, high in pairs:
-        row.append(f"(0x{low:X}, 0x{high:X}),")
-        if len(row) == 6:
-            lines.append("    " + " ".join(row))
-            row = []
-    if row:
-        lines.append("    " + " ".join(row))
-    lines.append(")")
-    return "\n".join(lines)
-
-
 def packed(name, pairs):
     """`name = packed_ranges("...")`: the ranges as hexadecimal text, eight to a line (a tuple
     literal would take a line per range)."""
@@ -77,10 +63,11 @@ def main():
                 f"{unicodedata2.unidata_version}: do not edit.\n\n"
                 "Inclusive code-point ranges of general categories L (letters) and N (numbers), and of the\n"
                 'White_Space property, as the GPT-2 pre-tokenizer of Hugging Face `tokenizers` sees them."""',
+                "from tfsubword.text import packed_ranges",
                 f'UNICODE_VERSION = "{unicodedata2.unidata_version}"',
-                formatted("LETTERS", letters),
-                formatted("NUMBERS", numbers),
-                formatted("WHITE_SPACE", spaces),
+                packed("LETTERS", letters),
+                packed("NUMBERS", numbers),
+                packed("WHITE_SPACE", spaces),
             ]
         )
         + "\n"
