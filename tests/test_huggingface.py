@@ -35,6 +35,7 @@ FAMILIES = (
     "gpt2",
     "roberta",
     "gpt2-added",
+    "gpt2-single-word",
     "gpt-neox",
     "starcoder",
     "bloom",
@@ -74,6 +75,8 @@ WITH_TOKENS = [
     "dtext  x dtext<|endoftext|>",
     "<s> x <sep>y</s>",
     " <s>  two  spaces <sep>",
+    "a<m> <m>a <m><m> _<m> 1<m> \u00e9<m> .<m>. \u4e2dab ab ab_ abab the other",
+    "<m>ab<m> aab ab. xab (the) theme",
 ]
 
 
@@ -165,6 +168,14 @@ def family_json(family):
             show_progress=False,
         )
         tokenizer.train(training_files(), trainer)
+        return tokenizer.to_str()
+    if family == "gpt2-single-word":
+        # Added tokens matched only where no word character touches them, of both kinds.
+        tokenizer = tokenizers.Tokenizer.from_str(family_json("gpt2"))
+        tokenizer.add_special_tokens([tokenizers.AddedToken("<m>", single_word=True)])
+        tokenizer.add_tokens(
+            [tokenizers.AddedToken(t, single_word=True, normalized=n) for t, n in (("ab", False), ("the", True))]
+        )
         return tokenizer.to_str()
     if family == "gpt2-added":
         # Non-special tokens matched in normalized text: a second pass, in the pieces between the
@@ -523,6 +534,7 @@ texts_with_tokens = st.lists(
     st.one_of(
         st.text(max_size=12),
         st.sampled_from(["<mask>", "<s>", "</s>", "<|endoftext|>", "<|begin_of_text|>", " ", "\u3000", "\n", "'S"]),
+        st.sampled_from(["<m>", "ab", "the", "a", "_", "\u00e9", "."]),
     ),
     max_size=8,
 ).map("".join)
@@ -675,7 +687,7 @@ UNSUPPORTED = [
     ("gpt2", set_path(["post_processor"], {"type": "Tokenizer"}), "post_processor"),
     ("bert-cased", set_path(["normalizer", "clean_text"], False), "clean_text"),
     ("bert-cased", set_path(["pre_tokenizer"], {"type": "Whitespace"}), "pre_tokenizer"),
-    ("bert-cased", set_path(["added_tokens", 0, "single_word"], True), "single_word"),
+    ("roberta", set_path(["added_tokens", 4, "single_word"], True), "single_word"),
     ("bert-cased", set_path(["added_tokens", 0, "normalized"], True), "normalized"),
 ]
 

@@ -14,14 +14,15 @@ import os
 
 from tfsubword.files import huggingface_components as components
 from tfsubword.files import storage
-from tfsubword.files.huggingface_components import field, setting, unsupported
+from tfsubword.files.huggingface_components import field, unsupported
 from tfsubword.text import unicode_classes
 
 
 @dataclasses.dataclass(frozen=True)
 class AddedToken:
     """A token matched in the text before anything else: `content` becomes `id`. `lstrip`/`rstrip`: the
-    match takes the whitespace on its left/right with it. `normalized` tokens are matched in a second
+    match takes the whitespace on its left/right with it. `single_word`: a match with a word character
+    (`\\w` of Rust's `regex`) just before or after it is left as text. `normalized` tokens are matched in a second
     pass, in the pieces between the others (after normalizing them, which only a file without a
     normalizer reproduces here)."""
 
@@ -31,6 +32,7 @@ class AddedToken:
     rstrip: bool = False
     special: bool = True
     normalized: bool = False
+    single_word: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,9 +202,13 @@ def _added_tokens(config, vocabulary_size):
         token_id = field(owner, item, "id", (int,))
         if not content or token_id < 0:
             raise ValueError(f"tokenizer.json: {owner} needs a non-empty content and an id >= 0.")
-        setting(owner, item, "single_word", False, False)
+        single_word = field(owner, item, "single_word", (bool,), False)
         lstrip = field(owner, item, "lstrip", (bool,), False)
         rstrip = field(owner, item, "rstrip", (bool,), False)
+        if single_word and (lstrip or rstrip):
+            raise ValueError(
+                f"tokenizer.json: {owner} ({content!r}) with single_word and lstrip or rstrip is not supported."
+            )
         normalized = field(owner, item, "normalized", (bool,), False)
         special = field(owner, item, "special", (bool,), False)
         normalizer = config.get("normalizer")
@@ -219,7 +225,7 @@ def _added_tokens(config, vocabulary_size):
         if content in seen and seen[content] != token_id:
             raise ValueError(f"tokenizer.json: added token {content!r} has two ids, {seen[content]} and {token_id}.")
         seen[content] = token_id
-        added.append(AddedToken(content, token_id, lstrip, rstrip, special, normalized))
+        added.append(AddedToken(content, token_id, lstrip, rstrip, special, normalized, single_word))
     return added
 
 

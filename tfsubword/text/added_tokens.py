@@ -6,14 +6,16 @@ on its left (right) with it. The pieces between are tokenized each on its own, s
 text around it never merge. Here one RE2 pass does the cut: an alternation of the tokens, longest
 first (RE2 takes the first alternative that matches at the leftmost place), writes each match
 between two 0xFF bytes behind a 0xFE byte. Neither byte occurs in UTF-8, so after invalid UTF-8 is
-replaced, one split at 0xFF gives the pieces and a leading 0xFE tells the tokens.
+replaced, one split at 0xFF gives the pieces and a leading 0xFE tells the tokens. A `single_word`
+token's match with a word character beside it is text again, joined to the text around it.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables
-from tfsubword.text import unicode_classes
+from tfsubword.text import pre_tokenizer_classes, unicode_classes
 
 _MARK = b"\xff"
 _TOKEN = b"\xfe"
@@ -37,6 +39,13 @@ class AddedTokens(tf.Module):
         self._ids = tables.hash_table(
             [token.content.encode("utf-8") for token in tokens], [token.id for token in tokens], -1, tf.string, tf.int32
         )
+        single = [token.content.encode("utf-8") for token in tokens if token.single_word]
+        self._single = tables.hash_table(single, [1] * len(single), 0, tf.string, tf.int32) if single else None
+        if single:
+            words = np.zeros(0x110000, np.int8)
+            for low, high in pre_tokenizer_classes.WORD:
+                words[low : high + 1] = 1
+            self._word_characters = tables.CodePointTable(words, tf.int8)
 
     def valid_text(self, texts):
         """`texts` with invalid UTF-8 replaced (one U+FFFD per invalid sequence): what `split` takes."""
@@ -60,7 +69,42 @@ class AddedTokens(tf.Module):
         if self._strips:  # a token's match may hold the whitespace it took
             bare = tf.strings.regex_replace(content, f"^{self._space}+|{self._space}+$", "")
             ids = tf.where(ids < 0, self._ids.lookup(bare), ids)
-        return flat, tf.cast(pieces.row_splits, tf.int64), tf.where(is_token, ids, -1)
+        splits = tf.cast(pieces.row_splits, tf.int64)
+        if self._single is not None:
+            return self._single_words(tf.where(is_token, content, flat), splits, is_token, ids)
+        return flat, splits, tf.where(is_token, ids, -1)
+
+    def _single_words(self, pieces, splits, is_token, ids):
+        """`split`'s output with the `single_word` tokens that touch a word character made text, and
+        each run of text pieces in a row joined into one. `pieces`: the tokens' pieces without 0xFE."""
+        size = tf.size(pieces, out_type=tf.int64)
+        index, rows = tf.range(size), ops.row_ids(splits)
+        row_first, row_last = ops.take(splits, rows), ops.take(splits, rows + 1) - 1
+        characters = tf.strings.length(pieces, unit="UTF8_CHAR")
+        ones = tf.ones_like(characters)
+        ends = [
+            tf.strings.substr(pieces, at, ones, unit="UTF8_CHAR") for at in (0 * ones, tf.maximum(characters - 1, 0))
+        ]
+        first_word, last_word = (
+            self._word_characters.lookup(tf.strings.unicode_decode(end, "UTF-8").to_tensor(0, shape=[size, 1])[:, 0])
+            > 0
+            for end in ends
+        )
+        filled = characters > 0
+        # The piece before (after) a token, skipping an empty one: two tokens side by side hold one.
+        before = tf.where(ops.take(filled, tf.maximum(index - 1, 0)), index - 1, index - 2)
+        after = tf.where(ops.take(filled, tf.minimum(index + 1, size - 1)), index + 1, index + 2)
+        word_before = (before >= row_first) & ops.take(last_word, tf.clip_by_value(before, 0, size - 1))
+        word_after = (after <= row_last) & ops.take(first_word, tf.clip_by_value(after, 0, size - 1))
+        is_token &= ~((self._single.lookup(pieces) > 0) & (word_before | word_after))
+        previous_token = tf.concat([[False], is_token], axis=0)[:-1]
+        starts = is_token | previous_token | (index == row_first)
+        groups = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+        count = tf.reduce_sum(tf.cast(starts, tf.int64))
+        joined = tf.strings.unsorted_segment_join(pieces, groups, count)
+        firsts = ops.indices_where(starts)
+        group_splits = ops.splits_from_row_ids(ops.take(rows, firsts), tf.size(splits, out_type=tf.int64) - 1)
+        return joined, group_splits, tf.where(ops.take(is_token, firsts), ops.take(ids, firsts), -1)
 
 
 def tokenize_around(texts, splitter, tokenize, first=None):
