@@ -195,9 +195,8 @@ def unigram(config, model):
             f"tokenizer.json: Unigram unk_id {json.dumps(unknown_id)} is not supported (supported: the id of a piece)."
         )
     byte_fallback = field("Unigram", model, "byte_fallback", (bool,), False)
-    missing = (
-        [f"<0x{byte:02X}>" for byte in range(256) if f"<0x{byte:02X}>" not in set(pieces)] if byte_fallback else []
-    )
+    present = set(pieces) if byte_fallback else set()
+    missing = [f"<0x{byte:02X}>" for byte in range(256) if byte_fallback and f"<0x{byte:02X}>" not in present]
     if missing:
         raise ValueError(
             f"tokenizer.json: Unigram byte_fallback without the piece {missing[0]!r} is not supported (supported: "

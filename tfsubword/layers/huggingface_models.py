@@ -68,7 +68,8 @@ class HuggingFaceUnigram(TokenizerLayer):
             raise ValueError("`scores` must be finite numbers.")
         if self.unknown_id >= len(tokens):
             raise ValueError(f"`unknown_id`={self.unknown_id} is outside the vocabulary of {len(tokens)} pieces.")
-        missing = [byte for byte in _BYTE_PIECES if byte not in tokens] if self.byte_fallback else []
+        present = set(tokens) if self.byte_fallback else set()
+        missing = [byte for byte in _BYTE_PIECES if self.byte_fallback and byte not in present]
         if missing:
             raise ValueError(f"`byte_fallback` needs the 256 byte pieces; the vocabulary lacks {missing[0]!r}.")
 
