@@ -157,10 +157,9 @@ class BytePairEncoding(tf.Module):
         """The table of first symbols with `prefix` and `suffix`: key `unit << 2 | variant`, where the
         variant's bit 0 says the unit is not its word's first and bit 1 that it is its last."""
         keys, values = [], []
-        units = range(256) if self._byte_level else None
         for variant in range(4):
             before, after = (prefix if variant & 1 else ""), (suffix if variant & 2 else "")
-            if units is not None:
+            if self._byte_level:
                 spelled = {unit: before + char + after for unit, char in enumerate(byte_level_lib.byte_to_char())}
             else:  # the tokens that are one character with these affixes
                 spelled = {

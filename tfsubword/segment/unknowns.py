@@ -37,7 +37,8 @@ def fused_as_bytes(ids, splits, code_points, piece_chars, unknown_id, unknown_as
     spelled = (ids == unknown_as) & (after_unknown | before_unknown)
     text = tf.constant([ord(char) for char in unknown_text], tf.int32)
     count = tf.reduce_sum(tf.cast(spelled, tf.int64))
-    replacement = tf.stack([tf.fill(tf.shape(tf.tile(text, count[None])), unknown_id), tf.tile(text, count[None])], 1)
+    spelled_text = tf.tile(text, count[None])
+    replacement = tf.stack([tf.fill(tf.shape(spelled_text), unknown_id), spelled_text], 1)
     replacement_splits = tf.range(count + 1) * len(unknown_text)
     table, spelled_splits = ops.substitute_rows(
         tf.stack([ids, characters], 1), spelled, replacement, replacement_splits
