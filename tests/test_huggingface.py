@@ -590,6 +590,17 @@ def test_detokenize_follows_the_decoder(family):
     assert [text.decode("utf-8") for text in got] == expected
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_unknown_token_id_is_the_models(family):
+    layer, _ = encoder(family)
+    model = json.loads(family_json(family))["model"]
+    if model["type"] == "Unigram":
+        expected = model["unk_id"]
+    else:
+        expected = None if model.get("unk_token") is None else reference(family).token_to_id(model["unk_token"])
+    assert layer.unknown_token_id == expected
+
+
 @pytest.mark.parametrize("affix", ["continuing_subword_prefix", "end_of_word_suffix"])
 def test_character_bpe_with_a_subword_prefix_or_a_word_suffix_matches(affix):
     """Hugging Face's `continuing_subword_prefix` (`##`) and `end_of_word_suffix` (`</w>`) on BPE of

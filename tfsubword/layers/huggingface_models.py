@@ -160,7 +160,7 @@ class HuggingFaceWordPiece(TokenizerLayer):
         self._segmenter = WordPiece(tokens, unknown, self.suffix_indicator, self.max_chars_per_word, whole)
 
     def _unknown_token_id(self):
-        return self._self._token_ids[self.unknown_token]
+        return self._token_ids[self.unknown_token]
 
     def _special_tokens(self):
         return [self.unknown_token]
