@@ -153,6 +153,33 @@ def test_bad_arguments(arguments, message):
         train_unigram(["some text"], show_progress=False, **arguments)
 
 
+def test_fewer_pieces_than_characters_is_an_error_at_sentencepieces_bound():
+    """Pruning keeps every covered character: a smaller `vocab_size` used to loop for ever. The bound is
+    SentencePiece's: the characters within coverage plus the three meta pieces."""
+    import sentencepiece
+
+    lines = [" ".join(chr(0x4E00 + i % 40) + chr(0x4E00 + (i * 7) % 40) for i in range(j, j + 8)) for j in range(40)]
+    # 40 ideographs and the space symbol: 41 characters to cover.
+    with pytest.raises(ValueError, match=r"at least 44 for this corpus .* vocab_size=43"):
+        train_unigram(lines, vocab_size=43, character_coverage=1.0, show_progress=False)
+    assert len(train_unigram(lines, vocab_size=44, character_coverage=1.0, show_progress=False)) == 44
+
+    def sentencepiece_trains(vocab_size):
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=iter(lines),
+                model_writer=io.BytesIO(),
+                vocab_size=vocab_size,
+                character_coverage=1.0,
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            return "smaller than required_chars" not in str(error)
+        return True
+
+    assert not sentencepiece_trains(43) and sentencepiece_trains(44)
+
+
 def test_empty_corpus_is_an_error():
     with pytest.raises(ValueError, match="no words|empty"):
         train_unigram(["   ", ""], vocab_size=10, show_progress=False)

@@ -66,6 +66,13 @@ def learn_unigram(
     if wanted < 1:
         raise ValueError(f"`vocab_size` must be more than {len(META_PIECES)} (the meta pieces). Received {vocab_size}.")
     corpus = Corpus(words, counts, character_coverage, line_ends)
+    if len(corpus.required) > wanted:
+        # Every covered character stays a piece (as SentencePiece refuses this too): pruning could never end.
+        raise ValueError(
+            f"`vocab_size` must be at least {len(corpus.required) + len(META_PIECES)} for this corpus (its "
+            f"{len(corpus.required)} characters within `character_coverage` plus the meta pieces). "
+            f"Received: vocab_size={vocab_size}."
+        )
     pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script)
     model = _Model(corpus, pieces, scores)
     desired = int(vocab_size * 1.1)
@@ -78,9 +85,10 @@ def learn_unigram(
             progress(len(model.alive_pieces()), desired)
         if len(model.alive_pieces()) <= desired:
             break
-        model.prune(max(desired, int(shrinking_factor * len(model.alive_pieces()))))
-        if len(model.alive_pieces()) <= desired:
-            break  # as SentencePiece 0.2's trainer: no EM after the last pruning
+        before = len(model.alive_pieces())
+        model.prune(max(desired, int(shrinking_factor * before)))
+        if len(model.alive_pieces()) <= desired or len(model.alive_pieces()) == before:
+            break  # as SentencePiece 0.2's trainer: no EM after the last pruning (or pruning found none)
     final = model.finalize(wanted)
     if len(final) < wanted:
         warnings.warn(
