@@ -3,6 +3,8 @@
 tfsubword train wordpiece --vocab-size 30000 --output vocab.txt corpus.txt ...   ("-" reads stdin)
 tfsubword train unigram --vocab-size 8000 --output model.model corpus.txt ...
 tfsubword train bpe --vocab-size 30000 --output folder corpus.txt ...            (vocab.json, merges.txt)
+tfsubword train wordpiece --counts counts.tsv --output vocab.txt                  (words counted before)
+tfsubword count wordpiece --output counts.tsv 'corpus-*.txt' ...     (with --runner: an Apache Beam pipeline)
 tfsubword tokenize --vocab vocab.txt "Some text" ...                            (stdin without text)
 tfsubword demo
 """
@@ -36,7 +38,7 @@ def _switch(parser, flag, default, help, dest=None):
     )
 
 
-def _normalization_flags(parser):
+def _bert_flags(parser):
     _switch(parser, "--lowercase", True, "lowercase the text, as BERT uncased")
     parser.add_argument(
         "--strip-accents",
@@ -46,6 +48,10 @@ def _normalization_flags(parser):
         help="remove accents; auto follows --lowercase, as BERT (default: auto)",
     )
     _switch(parser, "--split-on-cjk", True, "make each CJK ideograph a word")
+
+
+def _normalization_flags(parser):
+    _bert_flags(parser)
     parser.add_argument("--suffix-indicator", default="##", help="prefix of continuation pieces (default: ##)")
 
 
@@ -53,7 +59,13 @@ def _trainer(algorithms, name, summary, output, vocab_size, special_tokens=None)
     """The `train` subcommand `name`, with the options every trainer has; `special_tokens` (the
     default), for the trainers that take them and `--min-frequency`."""
     parser = algorithms.add_parser(name, help=summary)
-    parser.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files; - reads standard input")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files; - reads standard input")
+    parser.add_argument(
+        "--counts",
+        action="append",
+        metavar="COUNTS",
+        help="learn from a counts file of `tfsubword count` instead of FILEs (repeat for several)",
+    )
     parser.add_argument("--output", "-o", required=True, help=output)
     parser.add_argument("--vocab-size", type=int, default=vocab_size, help=f"tokens to learn (default: {vocab_size})")
     if special_tokens is not None:
@@ -65,6 +77,30 @@ def _trainer(algorithms, name, summary, output, vocab_size, special_tokens=None)
         )
         parser.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
     _switch(parser, "--progress", True, "progress bars on standard error", dest="show_progress")
+    return parser
+
+
+def _normalization_choice(parser):
+    parser.add_argument(
+        "--normalization",
+        choices=NORMALIZATIONS,
+        default="nmt_nfkc",
+        help="character rules applied before training, kept in the model (default: nmt_nfkc)",
+    )
+
+
+def _counter(models, name):
+    """The `count` subcommand `name`: the words its trainer learns from, counted."""
+    parser = models.add_parser(name, help=f"count words as `tfsubword train {name}` does")
+    parser.add_argument("patterns", nargs="+", metavar="FILE_PATTERN", help="UTF-8 text files, or glob patterns")
+    parser.add_argument("--output", "-o", required=True, help="where to write the counts file")
+    parser.add_argument(
+        "--runner",
+        default=None,
+        help="count with an Apache Beam pipeline on this runner (DirectRunner, PrismRunner, DataflowRunner, "
+        "FlinkRunner, SparkRunner ...; other unknown options go to Beam); without it, count here",
+    )
+    _switch(parser, "--progress", True, "progress bars on standard error (counting here)", dest="show_progress")
     return parser
 
 
@@ -104,12 +140,7 @@ def build_parser():
         help="share of characters that must be pieces (default: 0.9995)",
     )
     unigram.add_argument("--max-token-length", type=int, default=16, help="longest piece, in characters (default: 16)")
-    unigram.add_argument(
-        "--normalization",
-        choices=NORMALIZATIONS,
-        default="nmt_nfkc",
-        help="character rules applied before training, kept in the model (default: nmt_nfkc)",
-    )
+    _normalization_choice(unigram)
 
     bpe = _trainer(
         algorithms,
@@ -122,6 +153,12 @@ def build_parser():
     _switch(bpe, "--byte-level", True, "words as bytes in GPT-2's byte alphabet")
     _switch(bpe, "--full-alphabet", False, "all 256 byte symbols in the vocabulary, not only those that occur")
     bpe.add_argument("--max-token-length", type=int, default=None, help="longest token, in symbols")
+
+    counters = commands.add_parser("count", help="count the words of a corpus, here or with Apache Beam")
+    counters = counters.add_subparsers(dest="model", required=True)
+    _bert_flags(_counter(counters, "wordpiece"))
+    _normalization_choice(_counter(counters, "unigram"))
+    _counter(counters, "bpe")
 
     tokenize = commands.add_parser("tokenize", help="print the WordPiece tokens of texts")
     tokenize.add_argument("texts", nargs="*", metavar="TEXT", help="texts to tokenize; lines of stdin without any")
@@ -159,11 +196,15 @@ def quiet_tensorflow():
 
 
 def main(argv=None):
-    arguments = build_parser().parse_args(argv)
+    arguments, beam_options = build_parser().parse_known_args(argv)
+    if beam_options and not (arguments.command == "count" and arguments.runner):
+        build_parser().parse_args(argv)  # exits, naming the unknown options
     quiet_tensorflow()
     try:
         if arguments.command == "train":
             return _train(arguments)
+        if arguments.command == "count":
+            return _count(arguments, beam_options)
         if arguments.command == "tokenize":
             return _tokenize(arguments)
         from tfsubword import demo
@@ -191,6 +232,7 @@ def _train(arguments):
     from tfsubword import train
 
     options = {name: value for name, value in vars(arguments).items() if name not in ("command", "model")}
+    options["files"] = options["files"] or None
     result = getattr(train, f"train_{arguments.model}")(**options)
     if arguments.model == "unigram":
         from tfsubword.files.unigram_vocabulary import write_scores
@@ -203,6 +245,29 @@ def _train(arguments):
         print(f"wrote {len(vocabulary)} tokens and {len(merges)} merges to {arguments.output}", file=sys.stderr)
     else:
         print(f"wrote {len(result)} tokens to {arguments.output}", file=sys.stderr)
+    return 0
+
+
+def _count(arguments, beam_options):
+    from tfsubword.files import counts
+
+    defaults = counts.PRE_TOKENIZERS[arguments.model]
+    options = {name: getattr(arguments, name) for name in defaults if hasattr(arguments, name)}
+    if arguments.runner is None:
+        from tfsubword.train import counting
+
+        number = counting.count_files(
+            arguments.patterns, arguments.output, arguments.model, options, arguments.show_progress
+        )
+        print(f"wrote the counts of {number} words to {arguments.output}", file=sys.stderr)
+        return 0
+    try:
+        from tfsubword import beam
+    except ImportError as error:
+        raise ValueError(f'--runner needs Apache Beam ({error}): pip install "tfsubword[beam]"') from None
+    pipeline_options = ["--runner", arguments.runner, *beam_options]
+    beam.count_files(arguments.patterns, arguments.output, arguments.model, options, pipeline_options)
+    print(f"wrote the counts to {arguments.output}", file=sys.stderr)
     return 0
 
 

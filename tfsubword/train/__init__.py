@@ -8,6 +8,7 @@ and the matching Hugging Face or SentencePiece tool read it.
 import collections.abc
 
 from tfsubword import checks
+from tfsubword.files import counts as counts_lib
 from tfsubword.files import storage, unigram_vocabulary
 from tfsubword.files import vocab as vocab_lib
 from tfsubword.files.vocab import BERT_SPECIAL_TOKENS, GPT2_SPECIAL_TOKENS
@@ -18,16 +19,28 @@ from tfsubword.train.wordpiece import ALGORITHMS, SCORE, learn_wordpiece
 DEFAULT_SPECIAL_TOKENS = BERT_SPECIAL_TOKENS
 
 
-def _counts(corpus, files, pretokenizer, show_progress):
-    """The word counts of `corpus` or `files` (see `counting.count_words`); TensorFlow loads only when
-    there is text to count."""
+def _counts(corpus, files, counts, spec, show_progress):
+    """The word counts of exactly one of `corpus`, `files` (see `counting.count_words`, with the
+    pre-tokenizer of `spec`, a `files.counts.pre_tokenizer`) and `counts` (counts files counted with
+    that pre-tokenizer); TensorFlow loads only when there is text to count."""
+    if sum(source is not None for source in (corpus, files, counts)) != 1:
+        raise ValueError("Pass exactly one of `corpus`, `files` and `counts`.")
     if isinstance(corpus, collections.abc.Mapping):
-        if files is not None:
-            raise ValueError("Pass exactly one of `corpus` and `files`.")
         return checked_counts(corpus)
+    if counts is not None:
+        counted_with, counts = counts_lib.read_counts(counts)
+        if counted_with != spec:
+            raise ValueError(
+                f"The counts files were counted with the pre-tokenizer {counts_lib.describe(counted_with)}, "
+                f"but this trainer counts with {counts_lib.describe(spec)}: count again with its options, "
+                "or pass the same options to the trainer."
+            )
+        return counts
     from tfsubword.train import counting
 
-    return counting.count_words(corpus, files=files, pretokenizer=pretokenizer(counting), show_progress=show_progress)
+    return counting.count_words(
+        corpus, files=files, pretokenizer=counting.pre_tokenizer_of(spec), show_progress=show_progress
+    )
 
 
 def checked_counts(mapping):
@@ -57,6 +70,7 @@ def train_wordpiece(
     vocab_size=30000,
     *,
     files=None,
+    counts=None,
     lowercase=True,
     strip_accents=None,
     split_on_cjk=True,
@@ -76,10 +90,13 @@ def train_wordpiece(
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
             already pre-tokenized (used as given, no normalization; its order is the first-occurrence
-            order). Pass this or `files`.
+            order). Pass this, `files` or `counts`.
         vocab_size: int. The number of tokens to return. Fewer come back, with a warning, when the corpus
             runs out of pairs (or, with `algorithm="likelihood"`, of merges that raise the likelihood).
         files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
+        counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
+            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
+            files' order (see `tfsubword.files.counts`).
         special_tokens: tokens placed first, in order. Defaults to BERT's five.
         suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
         min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
@@ -99,9 +116,10 @@ def train_wordpiece(
     special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
     checks.string("suffix_indicator", suffix_indicator, empty=True)
     checks.choice("algorithm", algorithm, ALGORITHMS)
-    counts = _counts(
-        corpus, files, lambda counting: counting.bert_words(lowercase, strip_accents, split_on_cjk), show_progress
+    spec = counts_lib.pre_tokenizer(
+        "wordpiece", lowercase=lowercase, strip_accents=strip_accents, split_on_cjk=split_on_cjk
     )
+    counts = _counts(corpus, files, counts, spec, show_progress)
     with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
         vocabulary = learn_wordpiece(
             counts,
@@ -123,6 +141,7 @@ def train_unigram(
     vocab_size=8000,
     *,
     files=None,
+    counts=None,
     normalization="nmt_nfkc",
     add_dummy_prefix=True,
     remove_extra_whitespaces=True,
@@ -149,10 +168,13 @@ def train_unigram(
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count whose
             words are already normalized and carry their `▁` marks; a word that ends a line may also be
             counted with a trailing space, as the counter does (SentencePiece's seeds depend on it).
-            Pass this or `files`.
+            Pass this, `files` or `counts`.
         vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
             warning, when the corpus does not have enough.
         files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
+        counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
+            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
+            files' order (see `tfsubword.files.counts`).
         normalization: "nmt_nfkc" (NFKC plus SentencePiece's whitespace and control-character rules),
             "nfkc" or "identity" (the text as it is). Defaults to "nmt_nfkc", as SentencePiece; the rules
             are built from Python's `unicodedata` (see `tfsubword.text.normalization_rules`).
@@ -178,12 +200,13 @@ def train_unigram(
     checks.boolean("add_dummy_prefix", add_dummy_prefix)
     checks.boolean("remove_extra_whitespaces", remove_extra_whitespaces)
     checks.boolean("split_by_script", split_by_script)
-    counts = _counts(
-        corpus,
-        files,
-        lambda counting: counting.sentencepiece_words(normalization, add_dummy_prefix, remove_extra_whitespaces),
-        show_progress,
+    spec = counts_lib.pre_tokenizer(
+        "unigram",
+        normalization=normalization,
+        add_dummy_prefix=add_dummy_prefix,
+        remove_extra_whitespaces=remove_extra_whitespaces,
     )
+    counts = _counts(corpus, files, counts, spec, show_progress)
     with Progress("pruning pieces", total=None, enabled=show_progress, unit=" pieces left") as bar:
         pieces = learn_unigram(
             counts,
@@ -209,6 +232,7 @@ def train_bpe(
     vocab_size=30000,
     *,
     files=None,
+    counts=None,
     byte_level=True,
     special_tokens=GPT2_SPECIAL_TOKENS,
     full_alphabet=False,
@@ -226,9 +250,13 @@ def train_bpe(
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
-            already pre-tokenized and already in the model's alphabet (used as given). Pass this or `files`.
+            already pre-tokenized and already in the model's alphabet (used as given). Pass this, `files`
+            or `counts`.
         vocab_size: int. Tokens to return. Fewer come back, with a warning, when no pair is left.
         files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
+        counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
+            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
+            files' order (see `tfsubword.files.counts`).
         byte_level: bool. Words as bytes in GPT-2's byte alphabet (default), or as characters.
         special_tokens: tokens placed first, in order. Defaults to GPT-2's `<|endoftext|>`.
         full_alphabet: bool. With `byte_level`, put all 256 byte symbols in the vocabulary, so that no
@@ -247,7 +275,7 @@ def train_bpe(
     special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
     checks.boolean("byte_level", byte_level)
     checks.boolean("full_alphabet", full_alphabet)
-    counts = _counts(corpus, files, lambda counting: counting.byte_level_words(), show_progress)
+    counts = _counts(corpus, files, counts, counts_lib.pre_tokenizer("bpe"), show_progress)
     if not isinstance(corpus, collections.abc.Mapping):
         counts.pop("", None)  # the pre-tokenizer's empty words, where two cuts meet
         if not counts:

@@ -14,6 +14,7 @@ import warnings
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
+from tfsubword.files import counts as counts_lib
 from tfsubword.files import storage, unigram_vocabulary
 from tfsubword.progress import Progress
 from tfsubword.text import byte_level
@@ -59,6 +60,12 @@ def sentencepiece_words(normalization, add_dummy_prefix=True, remove_extra_white
     return words_of
 
 
+def pre_tokenizer_of(spec):
+    """The pre-tokenizer a spec of `files.counts.pre_tokenizer` names: `[n]` lines -> `[m]` words."""
+    options = {name: value for name, value in spec.items() if name != "model"}
+    return {"wordpiece": bert_words, "unigram": sentencepiece_words, "bpe": byte_level_words}[spec["model"]](**options)
+
+
 def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=False):
     """Word -> count, in first-occurrence order.
 
@@ -69,7 +76,8 @@ def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=Fal
 
     `pretokenizer` maps `[n]` lines to `[m]` words in the graph: one of this module's, or any other
     (default: `bert_words()`). Lines that are not valid UTF-8 are read with U+FFFD for each invalid
-    sequence, and their number is reported once, as a warning.
+    sequence, and their number is reported once, as a warning. Files lose their carriage returns, as
+    `tf.data.TextLineDataset` reads them.
     """
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
@@ -77,7 +85,7 @@ def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=Fal
         from tfsubword.train import checked_counts
 
         return checked_counts(corpus)
-    count_batch = _batch_counter(pretokenizer or bert_words())
+    count_batch = batch_counter(pretokenizer or bert_words())
     if files is not None:
         batches, total, unit = _file_batches(files)
     elif isinstance(corpus, tf.data.Dataset):
@@ -103,8 +111,24 @@ def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=Fal
     return {word.decode("utf-8"): number for word, number in counts.items()}
 
 
+def count_files(patterns, output, model, options, show_progress=False):
+    """Count the words of the files matching `patterns` (paths or glob patterns of any file system
+    TensorFlow reads; `"-"`: standard input) with `model`'s trainer's pre-tokenizer and `options`, and
+    write them to the counts file `output` (atomically). Returns the number of distinct words."""
+    spec = counts_lib.pre_tokenizer(model, **options)
+    paths = []
+    for pattern in patterns:
+        found = [pattern] if pattern == "-" or storage.is_file(pattern) else sorted(tf.io.gfile.glob(pattern))
+        if not found:
+            raise ValueError(f"No file matches {pattern!r}.")
+        paths += found
+    counts = count_words(files=paths, pretokenizer=pre_tokenizer_of(spec), show_progress=show_progress)
+    counts_lib.write_counts(counts, spec, output)
+    return sum(1 for word in counts if word)
+
+
 @functools.cache
-def _batch_counter(words_of):
+def batch_counter(words_of):
     """A function traced once per process and pre-tokenizer: `[n]` lines -> (distinct words, their
     counts, the number of lines that are not valid UTF-8, the bytes read), from `words_of`, a graph
     function `[n]` lines -> `[m]` words."""
