@@ -76,8 +76,28 @@ def _trainer(algorithms, name, summary, output, vocab_size, special_tokens=None)
             help=f"comma-separated tokens placed first (default: {','.join(special_tokens)})",
         )
         parser.add_argument("--min-frequency", type=int, default=1, help="never merge rarer pairs (default: 1)")
+    else:
+        parser.add_argument("--min-frequency", type=int, default=1, help="never make rarer pieces (default: 1)")
+    parser.add_argument(
+        "--max-sentences", type=int, default=None, help="learn from a sample of this many lines (the same each run)"
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=_bytes,
+        default=None,
+        help="stop with an error when the word counts need more memory than this (bytes; or 500M, 4G)",
+    )
     _switch(parser, "--progress", True, "progress bars on standard error", dest="show_progress")
     return parser
+
+
+def _bytes(value):
+    """A size in bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    number, unit = (value[:-1], value[-1].upper()) if value[-1:].isalpha() else (value, "")
+    if unit not in units or not number.isdigit() or int(number) == 0:
+        raise argparse.ArgumentTypeError("expected a positive number of bytes, such as 800000000, 500M or 4G")
+    return int(number) * units[unit]
 
 
 def _normalization_choice(parser):
@@ -119,6 +139,9 @@ def build_parser():
     )
     _normalization_flags(wordpiece)
     wordpiece.add_argument("--max-token-length", type=int, default=None, help="longest token, in characters")
+    wordpiece.add_argument(
+        "--limit-alphabet", type=int, default=None, help="keep only this many characters, the most frequent"
+    )
     wordpiece.add_argument(
         "--algorithm",
         choices=("score", "likelihood"),

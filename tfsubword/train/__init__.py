@@ -14,17 +14,22 @@ from tfsubword.files import vocab as vocab_lib
 from tfsubword.files.vocab import BERT_SPECIAL_TOKENS, GPT2_SPECIAL_TOKENS
 from tfsubword.progress import Progress
 from tfsubword.text import normalization_rules
-from tfsubword.train.wordpiece import ALGORITHMS, SCORE, learn_wordpiece
+from tfsubword.train.wordpiece import ALGORITHMS, SCORE, learn_wordpiece, within_alphabet
 
 DEFAULT_SPECIAL_TOKENS = BERT_SPECIAL_TOKENS
 
 
-def _counts(corpus, files, counts, spec, show_progress):
+def _counts(corpus, files, counts, spec, show_progress, max_sentences=None, max_memory=None):
     """The word counts of exactly one of `corpus`, `files` (see `counting.count_words`, with the
     pre-tokenizer of `spec`, a `files.counts.pre_tokenizer`) and `counts` (counts files counted with
     that pre-tokenizer); TensorFlow loads only when there is text to count."""
     if sum(source is not None for source in (corpus, files, counts)) != 1:
         raise ValueError("Pass exactly one of `corpus`, `files` and `counts`.")
+    checks.integer("max_sentences", max_sentences, optional=True)
+    checks.integer("max_memory", max_memory, optional=True)
+    counted = isinstance(corpus, collections.abc.Mapping) or counts is not None
+    if counted and max_sentences is not None:
+        raise ValueError("`max_sentences` samples lines of text: pass text (`corpus` or `files`), not word counts.")
     if isinstance(corpus, collections.abc.Mapping):
         return checked_counts(corpus)
     if counts is not None:
@@ -39,7 +44,12 @@ def _counts(corpus, files, counts, spec, show_progress):
     from tfsubword.train import counting
 
     return counting.count_words(
-        corpus, files=files, pretokenizer=counting.pre_tokenizer_of(spec), show_progress=show_progress
+        corpus,
+        files=files,
+        pretokenizer=counting.pre_tokenizer_of(spec),
+        show_progress=show_progress,
+        max_sentences=max_sentences,
+        max_memory=max_memory,
     )
 
 
@@ -71,12 +81,15 @@ def train_wordpiece(
     *,
     files=None,
     counts=None,
+    max_sentences=None,
+    max_memory=None,
     lowercase=True,
     strip_accents=None,
     split_on_cjk=True,
     special_tokens=BERT_SPECIAL_TOKENS,
     suffix_indicator="##",
     min_frequency=1,
+    limit_alphabet=None,
     max_token_length=None,
     algorithm=SCORE,
     output=None,
@@ -97,9 +110,15 @@ def train_wordpiece(
         counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
             them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
             files' order (see `tfsubword.files.counts`).
+        max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
+            sample on every run), as SentencePiece's `input_sentence_size`.
+        max_memory: int or None. Bytes the word counts may take while counting (about the word's length
+            plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
         special_tokens: tokens placed first, in order. Defaults to BERT's five.
         suffix_indicator: str. The prefix of continuation pieces. Defaults to "##".
         min_frequency: int. Pairs that occur fewer times are never merged. Defaults to 1.
+        limit_alphabet: int or None. Keep only this many characters, the most frequent (ties by code
+            point); the others are left out of the words, as Hugging Face's trainer leaves them out.
         max_token_length: int or None. No token covering more characters (not counting
             `suffix_indicator`) is made.
         algorithm: "score" (merge the highest `freq(ab) / (freq(a) freq(b))`, exactly) or "likelihood"
@@ -116,10 +135,13 @@ def train_wordpiece(
     special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
     checks.string("suffix_indicator", suffix_indicator, empty=True)
     checks.choice("algorithm", algorithm, ALGORITHMS)
+    checks.integer("limit_alphabet", limit_alphabet, optional=True)
     spec = counts_lib.pre_tokenizer(
         "wordpiece", lowercase=lowercase, strip_accents=strip_accents, split_on_cjk=split_on_cjk
     )
-    counts = _counts(corpus, files, counts, spec, show_progress)
+    counts = _counts(corpus, files, counts, spec, show_progress, max_sentences, max_memory)
+    if limit_alphabet is not None:
+        counts = within_alphabet(counts, limit_alphabet)
     with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
         vocabulary = learn_wordpiece(
             counts,
@@ -142,12 +164,15 @@ def train_unigram(
     *,
     files=None,
     counts=None,
+    max_sentences=None,
+    max_memory=None,
     normalization="nmt_nfkc",
     add_dummy_prefix=True,
     remove_extra_whitespaces=True,
     character_coverage=0.9995,
     max_token_length=16,
     split_by_script=True,
+    min_frequency=1,
     seed_size=1_000_000,
     shrinking_factor=0.75,
     num_sub_iterations=2,
@@ -175,6 +200,10 @@ def train_unigram(
         counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
             them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
             files' order (see `tfsubword.files.counts`).
+        max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
+            sample on every run), as SentencePiece's `input_sentence_size`.
+        max_memory: int or None. Bytes the word counts may take while counting (about the word's length
+            plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
         normalization: "nmt_nfkc" (NFKC plus SentencePiece's whitespace and control-character rules),
             "nfkc" or "identity" (the text as it is). Defaults to "nmt_nfkc", as SentencePiece; the rules
             are built from Python's `unicodedata` (see `tfsubword.text.normalization_rules`).
@@ -183,6 +212,8 @@ def train_unigram(
             become `<unk>`. Defaults to 0.9995, as SentencePiece.
         max_token_length: int. The longest piece, in characters. Defaults to 16.
         split_by_script: bool. Pieces never mix scripts (letters of one script, digits, punctuation).
+        min_frequency: int. Substrings that occur fewer times are never pieces (characters aside).
+            Defaults to 1.
         seed_size, shrinking_factor, num_sub_iterations: SentencePiece's training knobs.
         output: optional path: also write a SentencePiece `.model` file there (atomically), which
             `sentencepiece.SentencePieceProcessor` and `UnigramLayer` both load.
@@ -194,6 +225,7 @@ def train_unigram(
     checks.integer("max_token_length", max_token_length)
     checks.integer("seed_size", seed_size)
     checks.integer("num_sub_iterations", num_sub_iterations)
+    checks.integer("min_frequency", min_frequency)
     checks.fraction("character_coverage", character_coverage, 0, 1)
     checks.fraction("shrinking_factor", shrinking_factor, 0, 1, include_high=False)
     checks.choice("normalization", normalization, normalization_rules.NAMES)
@@ -206,7 +238,7 @@ def train_unigram(
         add_dummy_prefix=add_dummy_prefix,
         remove_extra_whitespaces=remove_extra_whitespaces,
     )
-    counts = _counts(corpus, files, counts, spec, show_progress)
+    counts = _counts(corpus, files, counts, spec, show_progress, max_sentences, max_memory)
     with Progress("pruning pieces", total=None, enabled=show_progress, unit=" pieces left") as bar:
         pieces = learn_unigram(
             counts,
@@ -217,6 +249,7 @@ def train_unigram(
             shrinking_factor=shrinking_factor,
             num_sub_iterations=num_sub_iterations,
             split_by_script=split_by_script,
+            min_frequency=min_frequency,
             progress=lambda alive, desired: bar.update(alive),
         )
     normalizer = unigram_vocabulary.normalizer(normalization, add_dummy_prefix, remove_extra_whitespaces)
@@ -233,6 +266,8 @@ def train_bpe(
     *,
     files=None,
     counts=None,
+    max_sentences=None,
+    max_memory=None,
     byte_level=True,
     special_tokens=GPT2_SPECIAL_TOKENS,
     full_alphabet=False,
@@ -257,6 +292,10 @@ def train_bpe(
         counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
             them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
             files' order (see `tfsubword.files.counts`).
+        max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
+            sample on every run), as SentencePiece's `input_sentence_size`.
+        max_memory: int or None. Bytes the word counts may take while counting (about the word's length
+            plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
         byte_level: bool. Words as bytes in GPT-2's byte alphabet (default), or as characters.
         special_tokens: tokens placed first, in order. Defaults to GPT-2's `<|endoftext|>`.
         full_alphabet: bool. With `byte_level`, put all 256 byte symbols in the vocabulary, so that no
@@ -275,7 +314,8 @@ def train_bpe(
     special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
     checks.boolean("byte_level", byte_level)
     checks.boolean("full_alphabet", full_alphabet)
-    counts = _counts(corpus, files, counts, counts_lib.pre_tokenizer("bpe"), show_progress)
+    spec = counts_lib.pre_tokenizer("bpe")
+    counts = _counts(corpus, files, counts, spec, show_progress, max_sentences, max_memory)
     if not isinstance(corpus, collections.abc.Mapping):
         counts.pop("", None)  # the pre-tokenizer's empty words, where two cuts meet
         if not counts:

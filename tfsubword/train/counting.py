@@ -8,11 +8,13 @@ vocabulary is never trained on other words than the layer will see.
 import collections.abc
 import functools
 import os
+import random
 import sys
 import warnings
 
 import tensorflow as tf
 
+from tfsubword import checks
 from tfsubword import graph_ops as ops
 from tfsubword.files import counts as counts_lib
 from tfsubword.files import storage, unigram_vocabulary
@@ -66,7 +68,16 @@ def pre_tokenizer_of(spec):
     return {"wordpiece": bert_words, "unigram": sentencepiece_words, "bpe": byte_level_words}[spec["model"]](**options)
 
 
-def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=False):
+# What counting holds per distinct word besides its text, about: the bytes key and int count of a dict
+# entry while counting (measured: 90 bytes for a 13-byte word), then the str of the returned dict.
+_BYTES_PER_WORD = 180
+# The seed of `max_sentences`' sample: the same lines for the same corpus on every run.
+_SAMPLE_SEED = 20261127
+
+
+def count_words(
+    corpus=None, *, files=None, pretokenizer=None, show_progress=False, max_sentences=None, max_memory=None
+):
     """Word -> count, in first-occurrence order.
 
     Exactly one of:
@@ -78,7 +89,14 @@ def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=Fal
     (default: `bert_words()`). Lines that are not valid UTF-8 are read with U+FFFD for each invalid
     sequence, and their number is reported once, as a warning. Files lose their carriage returns, as
     `tf.data.TextLineDataset` reads them.
+
+    `max_sentences`: count only that many lines, a uniform sample of them (reservoir sampling with a
+    fixed seed: the same lines on every run), as SentencePiece's `input_sentence_size`; memory holds the
+    sample, not the corpus. `max_memory`: bytes the counts may take (about `len(word) + 180` a distinct
+    word); past it, a `ValueError` stops the counting, before the process runs out of memory.
     """
+    checks.integer("max_sentences", max_sentences, optional=True)
+    checks.integer("max_memory", max_memory, optional=True)
     if (corpus is None) == (files is None):
         raise ValueError("Pass exactly one of `corpus` and `files`.")
     if isinstance(corpus, collections.abc.Mapping):
@@ -95,12 +113,24 @@ def count_words(corpus=None, *, files=None, pretokenizer=None, show_progress=Fal
     else:
         batches, total, unit = _iterable_batches(corpus), None, " lines"
 
-    counts, invalid, done = {}, 0, 0
+    if max_sentences is not None:
+        batches = _sample(batches, max_sentences)
+    counts, invalid, done, held, lines = {}, 0, 0, 0, 0
     with Progress("counting words", total=total, enabled=show_progress, unit=unit) as bar:
         for batch in batches:
             words, numbers, invalid_lines, size = count_batch(batch)
             for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
-                counts[word] = counts.get(word, 0) + number
+                before = counts.get(word)
+                if before is None:
+                    held += len(word) + _BYTES_PER_WORD
+                counts[word] = (before or 0) + number
+            lines += int(tf.size(batch))
+            if max_memory is not None and held > max_memory:
+                raise ValueError(
+                    f"The word counts need more than max_memory={max_memory} bytes: {len(counts)} distinct words "
+                    f"after {lines} lines. Allow more memory, count a sample (`max_sentences`), or count with "
+                    "Apache Beam (`tfsubword count --runner ...`) on machines that have it."
+                )
             invalid += int(invalid_lines)
             done += int(size) if unit == " bytes" else int(tf.size(batch))
             bar.update(done)
@@ -143,6 +173,23 @@ def batch_counter(words_of):
         return words, counts, invalid, size
 
     return count_batch
+
+
+def _sample(batches, size):
+    """Batches of a uniform sample of `size` lines of `batches` (all of them if fewer), in corpus order."""
+    generator = random.Random(_SAMPLE_SEED)
+    kept, seen = [], 0  # kept: (position, line)
+    for batch in batches:
+        for line in batch.numpy().tolist():
+            if seen < size:
+                kept.append((seen, line))
+            else:
+                slot = generator.randrange(seen + 1)
+                if slot < size:
+                    kept[slot] = (seen, line)
+            seen += 1
+    kept.sort()
+    return _batched(line for _, line in kept)
 
 
 def _batched(items):

@@ -54,6 +54,7 @@ def learn_unigram(
     shrinking_factor=0.75,
     num_sub_iterations=2,
     split_by_script=True,
+    min_frequency=1,
     progress=None,
 ):
     """`word -> count` -> `[(piece, log_probability)]`, best first, `vocab_size - 3` pieces (the three
@@ -73,7 +74,7 @@ def learn_unigram(
             f"{len(corpus.required)} characters within `character_coverage` plus the meta pieces). "
             f"Received: vocab_size={vocab_size}."
         )
-    pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script)
+    pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script, min_frequency)
     model = _Model(corpus, pieces, scores)
     desired = int(vocab_size * 1.1)
     rounds = 0

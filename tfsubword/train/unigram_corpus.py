@@ -47,9 +47,10 @@ class Corpus:
         self.known[np.nonzero(inside)[0]] = known[inverse]
         self.max_length = int(lengths.max())
 
-    def seeds(self, max_piece_length, seed_size, split_by_script):
+    def seeds(self, max_piece_length, seed_size, split_by_script, min_frequency=1):
         """Seed pieces and their initial log-probabilities; also records, per length, the piece (or -1)
-        that each window of the text is, for the lattices."""
+        that each window of the text is, for the lattices. Substrings occurring fewer than
+        `min_frequency` times are no seeds."""
         chars, n = self.chars, len(self.chars)
         bad = ~self.known  # separators and unknown characters
         space = chars == ord(SPACE_SYMBOL)
@@ -90,6 +91,7 @@ class Corpus:
             some[inverse] = after
             branching = (after != some[inverse]) | both[positions + length]
             frequent = np.nonzero(np.bincount(inverse, weights=branching, minlength=len(unique)))[0]
+            frequent = frequent[frequency[frequent] >= min_frequency]
             windows[length] = (positions, inverse, unique)
             scores.append(frequency[frequent] * length)
             lengths.append(np.full(len(frequent), length))

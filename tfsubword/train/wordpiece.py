@@ -40,6 +40,24 @@ def initial_alphabet(words, suffix_indicator):
     return sorted(alphabet)
 
 
+def within_alphabet(word_counts, size):
+    """`word_counts` with only the `size` most frequent characters (ties by code point) left in the
+    words: the others are taken out (a word left empty goes), and words made equal add up."""
+    frequency = {}
+    for word, count in word_counts.items():
+        for char in word:
+            frequency[char] = frequency.get(char, 0) + count
+    kept = set(sorted(frequency, key=lambda char: (-frequency[char], char))[:size])
+    if len(kept) == len(frequency):
+        return word_counts
+    counts = {}
+    for word, count in word_counts.items():
+        word = "".join(char for char in word if char in kept)
+        if word:
+            counts[word] = counts.get(word, 0) + count
+    return counts
+
+
 def learn_wordpiece(
     word_counts,
     vocab_size,
