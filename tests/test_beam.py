@@ -85,7 +85,18 @@ def test_the_cli_counts_with_a_runner(tmp_path, shards, capsys):
     output = tmp_path / "counts.tsv"
     assert (
         cli.main(
-            ["count", "unigram", "--normalization", "identity", "--runner", "DirectRunner", "-o", str(output), shards]
+            [
+                "count",
+                "unigram",
+                "--normalization",
+                "identity",
+                "--runner",
+                "DirectRunner",
+                "--direct_num_workers=1",
+                "-o",
+                str(output),
+                shards,
+            ]
         )
         == 0
     )

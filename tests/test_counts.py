@@ -162,3 +162,6 @@ def test_the_cli_takes_counts_or_files_and_beam_options_only_with_a_runner(tmp_p
     with pytest.raises(SystemExit):
         cli.main(["count", "bpe", "--temp_location", "/tmp", "-o", str(path), str(path)])
     assert "unrecognized arguments: --temp_location" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["count", "bpe", "--runner", "DirectRunner", "--project", "p", "-o", str(path), str(path)])
+    assert "write Beam options as --project=VALUE: is 'p' its value or a FILE_PATTERN?" in capsys.readouterr().err

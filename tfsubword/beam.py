@@ -106,7 +106,7 @@ class _CountBatch(beam.DoFn):
                     f"CountWords needs lines of str or bytes. Received {type(line).__name__}: {line!r:.100}."
                 )
             batch.append(line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line)
-        words, numbers, invalid, _ = self._count(tf.constant([line.replace(b"\r", b"") for line in batch]))
+        words, numbers, invalid, _, _ = self._count(tf.constant([line.replace(b"\r", b"") for line in batch]))
         self._invalid.inc(int(invalid))
         for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
             if word:

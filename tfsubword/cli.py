@@ -57,7 +57,7 @@ def _normalization_flags(parser):
 
 def _trainer(algorithms, name, summary, output, vocab_size, special_tokens=None):
     """The `train` subcommand `name`, with the options every trainer has; `special_tokens` (the
-    default), for the trainers that take them and `--min-frequency`."""
+    default), for the trainers that take them."""
     parser = algorithms.add_parser(name, help=summary)
     parser.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files; - reads standard input")
     parser.add_argument(
@@ -118,7 +118,7 @@ def _counter(models, name):
         "--runner",
         default=None,
         help="count with an Apache Beam pipeline on this runner (DirectRunner, PrismRunner, DataflowRunner, "
-        "FlinkRunner, SparkRunner ...; other unknown options go to Beam); without it, count here",
+        "FlinkRunner, SparkRunner ...; other options, written --name=value, go to Beam); without it, count here",
     )
     _switch(parser, "--progress", True, "progress bars on standard error (counting here)", dest="show_progress")
     return parser
@@ -219,9 +219,16 @@ def quiet_tensorflow():
 
 
 def main(argv=None):
-    arguments, beam_options = build_parser().parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    arguments, beam_options = parser.parse_known_args(argv)
     if beam_options and not (arguments.command == "count" and arguments.runner):
-        build_parser().parse_args(argv)  # exits, naming the unknown options
+        parser.parse_args(argv)  # exits, naming the unknown options
+    for option in beam_options:
+        # `--project p`: argparse cannot know that p is the option's value, not a file pattern.
+        following = argv[argv.index(option) + 1 : argv.index(option) + 2]
+        if "=" not in option and following and not following[0].startswith("-"):
+            parser.error(f"write Beam options as {option}=VALUE: is {following[0]!r} its value or a FILE_PATTERN?")
     quiet_tensorflow()
     try:
         if arguments.command == "train":

@@ -7,6 +7,7 @@ vocabulary is never trained on other words than the layer will see.
 
 import collections.abc
 import functools
+import itertools
 import os
 import random
 import sys
@@ -105,26 +106,24 @@ def count_words(
         return checked_counts(corpus)
     count_batch = batch_counter(pretokenizer or bert_words())
     if files is not None:
-        batches, total, unit = _file_batches(files)
+        parts, total, unit = _file_batches(files)
     elif isinstance(corpus, tf.data.Dataset):
-        batches, total, unit = _dataset_batches(corpus), None, " lines"
+        parts, total, unit = [_dataset_batches(corpus)], None, " lines"
     elif isinstance(corpus, (str, bytes)):
         raise ValueError("`corpus` must be an iterable of texts, not a single string.")
     else:
-        batches, total, unit = _iterable_batches(corpus), None, " lines"
-
+        parts, total, unit = [_iterable_batches(corpus)], None, " lines"
     if max_sentences is not None:
-        batches = _sample(batches, max_sentences)
+        parts = [_sample(itertools.chain.from_iterable(parts), max_sentences)]
     counts, invalid, done, held, lines = {}, 0, 0, 0, 0
     with Progress("counting words", total=total, enabled=show_progress, unit=unit) as bar:
-        for batch in batches:
-            words, numbers, invalid_lines, size = count_batch(batch)
+        for words, numbers, invalid_lines, size, batch_lines in _counted(parts, count_batch):
             for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
                 before = counts.get(word)
                 if before is None:
                     held += len(word) + _BYTES_PER_WORD
                 counts[word] = (before or 0) + number
-            lines += int(tf.size(batch))
+            lines += int(batch_lines)
             if max_memory is not None and held > max_memory:
                 raise ValueError(
                     f"The word counts need more than max_memory={max_memory} bytes: {len(counts)} distinct words "
@@ -132,7 +131,7 @@ def count_words(
                     "Apache Beam (`tfsubword count --runner ...`) on machines that have it."
                 )
             invalid += int(invalid_lines)
-            done += int(size) if unit == " bytes" else int(tf.size(batch))
+            done += int(size) if unit == " bytes" else int(batch_lines)
             bar.update(done)
     if invalid:
         warnings.warn(f"{invalid} lines were not valid UTF-8 and were read with replacement characters.", stacklevel=2)
@@ -157,11 +156,21 @@ def count_files(patterns, output, model, options, show_progress=False):
     return sum(1 for word in counts if word)
 
 
+def _counted(parts, count_batch):
+    """`count_batch` of each batch of each part, in order. A part is a `tf.data.Dataset` of batches,
+    which counts its batches on both cores as the caller adds up the counts, or an iterator of them."""
+    for part in parts:
+        if isinstance(part, tf.data.Dataset):
+            yield from part.map(count_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+        else:
+            yield from (count_batch(batch) for batch in part)
+
+
 @functools.cache
 def batch_counter(words_of):
     """A function traced once per process and pre-tokenizer: `[n]` lines -> (distinct words, their
-    counts, the number of lines that are not valid UTF-8, the bytes read), from `words_of`, a graph
-    function `[n]` lines -> `[m]` words."""
+    counts, the number of lines that are not valid UTF-8, the bytes read, n), from `words_of`, a
+    graph function `[n]` lines -> `[m]` words."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def count_batch(lines):
@@ -170,7 +179,7 @@ def batch_counter(words_of):
         valid = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore") == lines
         invalid = tf.reduce_sum(tf.cast(~valid, tf.int64))
         size = tf.reduce_sum(tf.cast(tf.strings.length(lines), tf.int64) + 1)  # + the line break
-        return words, counts, invalid, size
+        return words, counts, invalid, size, tf.size(lines, out_type=tf.int64)
 
     return count_batch
 
@@ -223,11 +232,12 @@ def _dataset_batches(dataset):
         dataset = dataset.batch(BATCH_LINES)
     else:
         dataset = dataset.map(lambda texts: tf.reshape(texts, [-1]))
-    return iter(dataset.prefetch(2))
+    return dataset
 
 
 def _file_batches(paths):
-    """Batches of lines of several files (`"-"`: standard input), read lazily; and the total size."""
+    """Batches of lines of several files (`"-"`: standard input), read lazily, one part for each file
+    (see `_counted`); and the total size."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
     paths = [os.fsdecode(path) for path in paths]
@@ -238,11 +248,11 @@ def _file_batches(paths):
             raise ValueError(f"Cannot read {path!r}: it is not a file.")
     total = None if "-" in paths else sum(storage.size(path) for path in paths)
 
-    def batches():
+    def parts():
         for path in paths:
             if path == "-":
-                yield from _batched(line.rstrip(b"\n") for line in sys.stdin.buffer)
+                yield _batched(line.rstrip(b"\n") for line in sys.stdin.buffer)
             else:
-                yield from tf.data.TextLineDataset(path).batch(BATCH_LINES).prefetch(2)
+                yield tf.data.TextLineDataset(path).batch(BATCH_LINES)
 
-    return batches(), total, " bytes"
+    return parts(), total, " bytes"
