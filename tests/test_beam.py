@@ -76,6 +76,8 @@ def test_count_words_on_a_collection_of_str_lines():
 def test_count_words_refuses_bad_options_and_bad_elements():
     with pytest.raises(ValueError, match="`normalization` is no option of the bpe"):
         tfsubword_beam.CountWords("bpe", normalization="nfkc")
+    with pytest.raises(ValueError, match="`batch_lines` must be an int of at least 1"):
+        tfsubword_beam.CountWords("bpe", batch_lines=0)
     with pytest.raises(Exception, match="lines of str or bytes. Received int"):
         with beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(RUNNER)) as pipeline:
             _ = pipeline | beam.Create([1, 2]) | tfsubword_beam.CountWords("bpe")

@@ -24,6 +24,7 @@ drops them.
 
 import apache_beam as beam
 
+from tfsubword import checks
 from tfsubword.files import counts as counts_lib
 
 BATCH_LINES = 1024
@@ -38,7 +39,7 @@ class CountWords(beam.PTransform):
     def __init__(self, model, *, batch_lines=BATCH_LINES, **options):
         super().__init__()
         self.spec = counts_lib.pre_tokenizer(model, **options)
-        self.batch_lines = batch_lines
+        self.batch_lines = checks.integer("batch_lines", batch_lines)
 
     def expand(self, lines):
         return (

@@ -92,10 +92,14 @@ class Corpus:
             branching = (after != some[inverse]) | both[positions + length]
             frequent = np.nonzero(np.bincount(inverse, weights=branching, minlength=len(unique)))[0]
             frequent = frequent[frequency[frequent] >= min_frequency]
-            windows[length] = (positions, inverse, unique)
+            # Only the windows of candidate seeds are kept, their keys renumbered among the candidates.
+            candidate = np.full(len(unique), -1, np.int64)
+            candidate[frequent] = np.arange(len(frequent))
+            keep = np.nonzero(candidate[inverse] >= 0)[0]
+            windows[length] = (positions[keep], candidate[inverse[keep]], unique[frequent])
             scores.append(frequency[frequent] * length)
             lengths.append(np.full(len(frequent), length))
-            keys.append(frequent)
+            keys.append(np.arange(len(frequent)))
         scores, lengths, keys = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (scores, lengths, keys))
         chosen = np.argsort(-scores, kind="stable")[:seed_size]
         pieces = list(self.required)
@@ -109,7 +113,9 @@ class Corpus:
             text = unique[keys[selected]].tobytes().decode("utf-32-le")
             pieces += [text[i : i + length] for i in range(0, len(text), length)]
             frequencies += scores[selected].tolist()  # frequency x length, as SentencePiece's seeds
-            self._piece_of_window[length] = (positions, piece_of_key[inverse])
+            piece = piece_of_key[inverse]
+            hit = np.nonzero(piece >= 0)[0]
+            self._piece_of_window[length] = (positions[hit], piece[hit])  # the windows that are seeds
         frequencies = np.array(frequencies)
         return pieces, np.log(frequencies) - np.log(frequencies.sum())
 
