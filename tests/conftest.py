@@ -3,7 +3,9 @@
 Tiers: `pytest` runs the quick tier (unit tests, golden ids, a parity sample per layer, one serving check,
 hypothesis at the "quick" profile's size). `pytest --full` runs everything: also the tests marked
 `full` (whole-corpus parity, every serving and example test, long runs) and hypothesis at the "full"
-profile's size.
+profile's size. `pytest --beam tests/test_beam.py` runs the Apache Beam tests, in an environment with the
+`beam` extra (apache-beam and the test extra's sentencepiece need different protobufs); without
+`--beam` that module is not collected.
 """
 
 import contextlib
@@ -28,6 +30,19 @@ def pytest_addoption(parser):
         default=False,
         help="run the full suite: whole-corpus parity, every serving and example test, hypothesis at full size",
     )
+    parser.addoption(
+        "--beam",
+        action="store_true",
+        default=False,
+        help="also collect tests/test_beam.py (needs the beam extra, in an environment of its own)",
+    )
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Without `--beam`, the Apache Beam tests (`tfsubword/beam.py` itself is ignored in pyproject.toml)."""
+    if collection_path.name == "test_beam.py" and not config.getoption("--beam"):
+        return True
+    return None
 
 
 def pytest_configure(config):

@@ -1,17 +1,16 @@
 """Counting with Apache Beam (`tfsubword.beam`, the DirectRunner) equals counting on one machine:
-the same counts file, the same vocabularies learned from it."""
+the same counts file, the same vocabularies learned from it. Run with `pytest --beam tests/test_beam.py`
+where the `beam` extra is installed (see tests/conftest.py)."""
 
+import apache_beam as beam
 import pytest
+from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts
+from tfsubword import beam as tfsubword_beam
 from tfsubword import cli, train_bpe, train_unigram, train_wordpiece
 from tfsubword.files import counts as counts_lib
 from tfsubword.train import counting
-
-beam = pytest.importorskip("apache_beam", reason="the beam extra (in the test extra) is not installed")
-from apache_beam.testing.util import assert_that, equal_to  # noqa: E402
-
-from tfsubword import beam as tfsubword_beam  # noqa: E402
 
 RUNNER = ["--runner", "DirectRunner"]
 # Tabs, backslashes, line breaks inside and around lines, invalid UTF-8, empty and blank lines.
