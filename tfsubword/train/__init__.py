@@ -196,14 +196,7 @@ def train_unigram(
             Pass this, `files` or `counts`.
         vocab_size: int. Pieces to return, the three meta pieces included. Fewer come back, with a
             warning, when the corpus does not have enough.
-        files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
-        counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
-            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
-            files' order (see `tfsubword.files.counts`).
-        max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
-            sample on every run), as SentencePiece's `input_sentence_size`.
-        max_memory: int or None. Bytes the word counts may take while counting (about the word's length
-            plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
+        files, counts, max_sentences, max_memory: as in `train_wordpiece`.
         normalization: "nmt_nfkc" (NFKC plus SentencePiece's whitespace and control-character rules),
             "nfkc" or "identity" (the text as it is). Defaults to "nmt_nfkc", as SentencePiece; the rules
             are built from Python's `unicodedata` (see `tfsubword.text.normalization_rules`).
@@ -288,14 +281,7 @@ def train_bpe(
             already pre-tokenized and already in the model's alphabet (used as given). Pass this, `files`
             or `counts`.
         vocab_size: int. Tokens to return. Fewer come back, with a warning, when no pair is left.
-        files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
-        counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
-            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
-            files' order (see `tfsubword.files.counts`).
-        max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
-            sample on every run), as SentencePiece's `input_sentence_size`.
-        max_memory: int or None. Bytes the word counts may take while counting (about the word's length
-            plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
+        files, counts, max_sentences, max_memory: as in `train_wordpiece`.
         byte_level: bool. Words as bytes in GPT-2's byte alphabet (default), or as characters.
         special_tokens: tokens placed first, in order. Defaults to GPT-2's `<|endoftext|>`.
         full_alphabet: bool. With `byte_level`, put all 256 byte symbols in the vocabulary, so that no
