@@ -106,8 +106,9 @@ class _CountBatch(beam.DoFn):
                 raise ValueError(
                     f"CountWords needs lines of str or bytes. Received {type(line).__name__}: {line!r:.100}."
                 )
-            batch.append(line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line)
-        words, numbers, invalid, _, _ = self._count(tf.constant([line.replace(b"\r", b"") for line in batch]))
+            data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+            batch.append(data.replace(b"\r", b""))
+        words, numbers, invalid, _, _ = self._count(tf.constant(batch))
         self._invalid.inc(int(invalid))
         for word, number in zip(words.numpy().tolist(), numbers.numpy().tolist()):
             if word:

@@ -15,6 +15,7 @@ naming the file and the line.
 
 import json
 import os
+import re
 
 from tfsubword import checks
 from tfsubword.files import storage
@@ -24,6 +25,7 @@ MAGIC = "#tfsubword-counts"
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 _TRANSLATION = str.maketrans(_ESCAPES)
+_ESCAPED = re.compile(r"\\(.|$)", re.DOTALL)  # a backslash and what follows it (nothing at the end)
 
 
 # Each trainer's pre-tokenizer options, with their defaults (those of the trainers and layers).
@@ -143,18 +145,8 @@ def _parse(entry, path, number):
         raise ValueError(f"{where}: the word is empty.")
     if "\t" in word or "\r" in word:
         raise ValueError(f"{where}: a tab or a carriage return in a word must be escaped (\\t, \\r).")
-    if "\\" not in word:
-        return word, int(count)
-    parts, index = [], 0
-    while index < len(word):
-        backslash = word.find("\\", index)
-        if backslash < 0:
-            parts.append(word[index:])
-            break
-        parts.append(word[index:backslash])
-        escaped = word[backslash + 1 : backslash + 2]
-        if escaped not in _UNESCAPES:
-            raise ValueError(f"{where}: {word[backslash : backslash + 2]!r} is no escape (\\\\, \\t, \\n, \\r).")
-        parts.append(_UNESCAPES[escaped])
-        index = backslash + 2
-    return "".join(parts), int(count)
+    try:
+        return _ESCAPED.sub(lambda match: _UNESCAPES[match.group(1)], word), int(count)
+    except KeyError as error:
+        written = "\\" + error.args[0]
+        raise ValueError(f"{where}: {written!r} is no escape (\\\\, \\t, \\n, \\r).") from None
