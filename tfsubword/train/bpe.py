@@ -61,7 +61,7 @@ def iter_merges(word_counts, *, min_frequency=1, max_token_length=None):
     heapq.heapify(heap)
     while heap:
         entry = heapq.heappop(heap)
-        pair = entry[3]
+        pair = entry[2]
         if pair not in corpus.pair_count or not corpus.eligible(pair):
             continue
         current = _entry(corpus, pair)
@@ -76,4 +76,4 @@ def iter_merges(word_counts, *, min_frequency=1, max_token_length=None):
 
 
 def _entry(corpus, pair):
-    return (-corpus.pair_count[pair], *corpus.first_occurrence(pair), pair)
+    return (-corpus.pair_count[pair], corpus.first_slot(pair), pair)

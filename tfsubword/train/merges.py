@@ -1,14 +1,33 @@
 """The pair-merge engine of the WordPiece and BPE trainers: a segmented corpus that merges pairs in place,
-and the loop that grows a vocabulary from merges. Pure Python, no TensorFlow, no I/O.
+and the loop that grows a vocabulary from merges. Python and NumPy, no TensorFlow, no I/O.
 
 Every word starts as its characters (with WordPiece, all but the first carry the suffix indicator:
-`h ##u ##g`). A merge of a pair of adjacent symbols rewrites only the words that hold it (left to right,
-without overlap) and reports the pairs whose counts or first occurrences changed, so that a trainer
-re-ranks those only. Symbols are identified by their text: two different pairs that produce the same
-text produce the same symbol.
+`h ##u ##g`). A merge of a pair of adjacent symbols rewrites only the places that hold it (left to
+right, without overlap) and reports the pairs whose counts or first occurrences changed, so that a
+trainer re-ranks those only. Symbols are identified by their text: two different pairs that produce the
+same text produce the same symbol.
+
+The corpus is one array of character slots, the distinct words of two characters or more one after
+another; a symbol sits in the slot of its first character, and each slot links to the next and the
+previous symbol of its word. A pair is known by where it may occur: the slots of its left part, kept
+per pair and checked when read (a merge leaves the old places of the pairs around it to be dropped
+then). So a merge costs a few array operations over the places it rewrites, not a Python step per word,
+and a slot's number orders occurrences as the corpus does (words in first-occurrence order, then left
+to right).
 """
 
+import bisect
+import contextlib
+import gc
 import warnings
+
+import numpy as np
+
+# A pair (left, right) of symbol ids as one int64: left << _SHIFT | right.
+_SHIFT = 32
+_RIGHT = (1 << _SHIFT) - 1
+# A merge in at most this many places is worked out in Python, in more with array operations.
+_FEW = 48
 
 
 def grow_vocabulary(initial, merges, vocab_size, stopped_because, progress=None):
@@ -25,20 +44,34 @@ def grow_vocabulary(initial, merges, vocab_size, stopped_because, progress=None)
     known = set(vocabulary)
     if progress:
         progress(len(vocabulary))
-    while len(vocabulary) < vocab_size:
-        token = next(merges, None)
-        if token is None:
-            warnings.warn(
-                f"Stopped at {len(vocabulary)} tokens, short of vocab_size={vocab_size}: {stopped_because}.",
-                stacklevel=3,
-            )
-            break
-        if token not in known:
-            known.add(token)
-            vocabulary.append(token)
-            if progress:
-                progress(len(vocabulary))
+    with _without_cycle_collection():
+        while len(vocabulary) < vocab_size:
+            token = next(merges, None)
+            if token is None:
+                warnings.warn(
+                    f"Stopped at {len(vocabulary)} tokens, short of vocab_size={vocab_size}: {stopped_because}.",
+                    stacklevel=3,
+                )
+                break
+            if token not in known:
+                known.add(token)
+                vocabulary.append(token)
+                if progress:
+                    progress(len(vocabulary))
     return vocabulary
+
+
+@contextlib.contextmanager
+def _without_cycle_collection():
+    """The merge loop makes millions of small tuples and sets, none in a reference cycle: Python's cycle
+    collector would scan them all again and again (a seventh of the BPE trainer's time on 46 MB)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class PairCorpus:
@@ -52,36 +85,68 @@ class PairCorpus:
         self.texts = []  # symbol id -> text
         self.widths = []  # symbol id -> number of characters covered
         self.ids = {}  # text -> symbol id
-        self.freq = []  # symbol id -> occurrences in the corpus, weighted by word count
-        self.sequences = []  # word index -> symbol ids (words of two symbols or more)
-        self.counts = []  # word index -> word count
         self.pair_count = {}
-        self.pair_words = {}  # pair -> set of word indices that contain it
-        self.first = {}  # pair -> (word index, character offset) of its first occurrence; None: unknown
+        self.first = {}  # pair -> slot of its first occurrence; None: unknown
         self.left_pairs = {}  # symbol id -> set of live pairs with it on the left
         self.right_pairs = {}  # symbol id -> set of live pairs with it on the right
         # merged text -> set of live pairs that would make it (kept for the likelihood rule only)
         self.producers = {} if index_producers else None
-        total = 0
-        for word, count in word_counts.items():
-            if not word or count <= 0:
-                continue
-            symbols = [self.symbol(word[0], 1)] + [self.symbol(suffix_indicator + c, 1) for c in word[1:]]
-            for symbol in symbols:
-                self.freq[symbol] += count
-            total += count * len(symbols)
-            if len(symbols) < 2:
-                continue
-            index = len(self.sequences)
-            self.sequences.append(symbols)
-            self.counts.append(count)
-            for offset, pair in enumerate(zip(symbols, symbols[1:])):
-                if pair in self.pair_count:
-                    self.pair_count[pair] += count
-                    self.pair_words[pair].add(index)
-                else:
-                    self._add_pair(pair, count, index, (index, offset))
-        self.total = total  # symbols in the corpus (N), weighted by word count
+        self._places = {}  # pair -> arrays of slots where it may occur (checked when read)
+        self.freq = []  # symbol id -> occurrences in the corpus, weighted by word count
+        words = [(word, count) for word, count in word_counts.items() if word and count > 0]
+        symbols, lengths, counts = self._symbols_of(words)
+        self.freq = np.bincount(symbols, np.repeat(counts, lengths), len(self.texts)).astype(np.int64).tolist()
+        self.total = int(np.dot(counts, lengths))  # symbols in the corpus (N), weighted by word count
+        self._link(symbols, lengths, counts)
+
+    def _symbols_of(self, words):
+        """The symbol id of every character of `words` (registered in order of appearance), the words'
+        lengths and counts."""
+        lengths = np.fromiter((len(word) for word, _ in words), np.int64, len(words))
+        counts = np.fromiter((count for _, count in words), np.int64, len(words))
+        text = "".join(word for word, _ in words)
+        code_points = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int64)
+        # A character's key: its code point, and with a suffix indicator, whether it starts its word.
+        keys = code_points * 2
+        if self.indicator:
+            keys += 1
+            keys[np.cumsum(lengths) - lengths] -= 1
+        distinct, first_seen, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first_seen, kind="stable")
+        for key in distinct[order].tolist():
+            character = chr(key >> 1)
+            self.symbol(self.indicator + character if key & 1 else character, 1)
+        ids = np.empty(len(order), np.int32)
+        ids[order] = np.arange(len(order), dtype=np.int32)
+        return ids[inverse.reshape(-1)], lengths, counts
+
+    def _link(self, symbols, lengths, counts):
+        """The slots of the words of two symbols or more, their links, and every pair's places."""
+        several = lengths >= 2
+        self._symbol = symbols[np.repeat(several, lengths)]
+        lengths = lengths[several]
+        ends = np.cumsum(lengths)
+        self._word_starts = (ends - lengths).tolist()
+        self._weight = np.repeat(counts[several], lengths)  # slot -> the count of its word
+        size = len(self._symbol)
+        self._next = np.arange(1, size + 1, dtype=np.int64)
+        self._next[ends - 1] = -1
+        self._previous = np.arange(-1, size - 1, dtype=np.int64)
+        self._previous[self._word_starts] = -1
+        self._marks = np.zeros(size, bool)  # scratch: the right parts of the merge being made
+        slots = np.flatnonzero(self._next >= 0)
+        keys = self._keys(self._symbol[slots], self._symbol[slots + 1])
+        order = np.argsort(keys, kind="stable")
+        keys, slots = keys[order], slots[order]
+        starts = np.flatnonzero(np.diff(keys, prepend=-1))
+        totals = np.add.reduceat(self._weight[slots], starts) if len(slots) else np.zeros(0, np.int64)
+        bounds = np.append(starts, len(slots)).tolist()
+        for i, (key, total) in enumerate(zip(keys[starts].tolist(), totals.tolist())):
+            self._add_pair((key >> _SHIFT, key & _RIGHT), total, slots[bounds[i] : bounds[i + 1]])
+
+    @staticmethod
+    def _keys(left, right):
+        return (left.astype(np.int64) << _SHIFT) | right.astype(np.int64)
 
     def symbol(self, text, width):
         symbol = self.ids.get(text)
@@ -95,10 +160,11 @@ class PairCorpus:
     def pairs_of(self, symbol):
         return self.left_pairs.get(symbol, set()) | self.right_pairs.get(symbol, set())
 
-    def _add_pair(self, pair, count, index, first):
+    def _add_pair(self, pair, count, places):
+        """A new live pair, with `places` (sorted slots, its occurrences)."""
         self.pair_count[pair] = count
-        self.pair_words[pair] = {index}
-        self.first[pair] = first
+        self._places[pair] = [places]
+        self.first[pair] = int(places[0])
         self.left_pairs.setdefault(pair[0], set()).add(pair)
         self.right_pairs.setdefault(pair[1], set()).add(pair)
         if self.producers is not None:
@@ -106,7 +172,7 @@ class PairCorpus:
 
     def _remove_pair(self, pair):
         del self.pair_count[pair]
-        del self.pair_words[pair]
+        del self._places[pair]
         del self.first[pair]
         self.left_pairs[pair[0]].discard(pair)
         self.right_pairs[pair[1]].discard(pair)
@@ -119,18 +185,42 @@ class PairCorpus:
             right = right[len(self.indicator) :]
         return self.texts[pair[0]] + right
 
+    def _occurrences(self, pair):
+        """The sorted slots where `pair` occurs now (overlapping ones too, as in `x x x`)."""
+        places = self._places[pair]
+        slots = np.unique(np.concatenate(places)) if len(places) > 1 else places[0]
+        right = self._next[slots]
+        held = (self._symbol[slots] == pair[0]) & (right >= 0)
+        held[held] = self._symbol[right[held]] == pair[1]
+        if not held.all():
+            slots = slots[held]
+        self._places[pair] = [slots]
+        return slots
+
+    def _merged_places(self, pair):
+        """The slots where merging `pair` left to right merges: runs of `(x, x)` merge every other one."""
+        slots = self._occurrences(pair)
+        if pair[0] != pair[1]:
+            return slots
+        kept, taken_right = [], -1
+        for slot, right in zip(slots.tolist(), self._next[slots].tolist()):
+            if slot != taken_right:
+                kept.append(slot)
+                taken_right = right
+        return np.array(kept, np.int64)
+
+    def first_slot(self, pair):
+        """The slot of the pair's first occurrence: slots number the corpus's characters in order."""
+        slot = self.first[pair]
+        if slot is None:
+            slot = self.first[pair] = int(self._occurrences(pair)[0])
+        return slot
+
     def first_occurrence(self, pair):
         """(word index, character offset of the left part) of the pair's first occurrence."""
-        first = self.first[pair]
-        if first is None:
-            index = min(self.pair_words[pair])
-            sequence, offset = self.sequences[index], 0
-            for position in range(len(sequence) - 1):
-                if (sequence[position], sequence[position + 1]) == pair:
-                    break
-                offset += self.widths[sequence[position]]
-            first = self.first[pair] = (index, offset)
-        return first
+        slot = self.first_slot(pair)
+        index = bisect.bisect_right(self._word_starts, slot) - 1
+        return index, slot - self._word_starts[index]
 
     def eligible(self, pair):
         if self.pair_count[pair] < self.min_frequency:
@@ -141,19 +231,17 @@ class PairCorpus:
 
     def merge_count(self, pair):
         """How many merges the pair would make: its count, except for runs of a pair like (x, x)."""
-        left, right = pair
-        if left != right:
+        if pair[0] != pair[1]:
             return self.pair_count[pair]
-        merges = 0
-        for index in self.pair_words[pair]:
-            run = 0
-            for symbol in self.sequences[index] + [-1]:
-                if symbol == left:
-                    run += 1
-                else:
-                    merges += self.counts[index] * (run // 2)
-                    run = 0
-        return merges
+        return int(self._weight[self._merged_places(pair)].sum())
+
+    def _not_held(self, pairs, slots):
+        """The `pairs` that no longer occur at their `slots`."""
+        slots = np.array(slots, np.int64)
+        lefts, rights = np.array(pairs, np.int64).reshape(-1, 2).T
+        following = self._next[slots]
+        held = (following >= 0) & (self._symbol[slots] == lefts) & (self._symbol[following] == rights)
+        return [pair for pair, kept in zip(pairs, held.tolist()) if not kept]
 
     def apply(self, pair):
         """Merge `pair` everywhere, left to right. Returns the merged symbol and the live pairs that may
@@ -161,86 +249,121 @@ class PairCorpus:
         (Pairs whose count fell rank lower: their outdated heap entries are corrected when popped.)"""
         left, right = pair
         merged = self.symbol(self.merged_text(pair), self.widths[left] + self.widths[right])
-        changes = {}
-        moved = set()  # pairs whose first occurrence may have moved
-        merges = 0
-        pair_words, firsts, sequences, pair_count = self.pair_words, self.first, self.sequences, self.pair_count
-        counts = self.counts
-        for index in list(pair_words[pair]):
-            sequence, count = sequences[index], counts[index]
-            last = len(sequence) - 1
-            positions, position = [], 0
-            while position < last:
-                if sequence[position] == left and sequence[position + 1] == right:
-                    positions.append(position)
-                    position += 2
-                else:
-                    position += 1
-            merges += count * len(positions)
-            # Only the pairs next to a merge change: old pair indices p-1, p, p+1 around each merge at
-            # p; new pair indices q-1, q around each merged symbol at q. (Character offsets of the
-            # other pairs do not move either.)
-            if len(positions) == 1:
-                position = positions[0]
-                rewritten = sequence[:position]
-                rewritten.append(merged)
-                rewritten += sequence[position + 2 :]
-                if position:
-                    removed = (
-                        [position - 1, position, position + 1] if position + 1 < last else [position - 1, position]
-                    )
-                    added = [position - 1, position] if position + 1 < last else [position - 1]
-                else:
-                    removed = [0, 1] if 1 < last else [0]
-                    added = [0] if 1 < last else []
-            else:
-                rewritten, start, merged_at = [], 0, []
-                for position in positions:
-                    rewritten += sequence[start:position]
-                    merged_at.append(len(rewritten))
-                    rewritten.append(merged)
-                    start = position + 2
-                rewritten += sequence[start:]
-                removed = sorted({k for p in positions for k in (p - 1, p, p + 1) if 0 <= k < last})
-                added = sorted({k for q in merged_at for k in (q - 1, q) if 0 <= k < len(rewritten) - 1})
-            local = {}
-            for k in removed:
-                old = (sequence[k], sequence[k + 1])
-                local[old] = local.get(old, 0) - 1
-            for k in added:
-                new = (rewritten[k], rewritten[k + 1])
-                local[new] = local.get(new, 0) + 1
-            remaining = None
-            for changed, number in local.items():
-                if number:
-                    changes[changed] = changes.get(changed, 0) + number * count
-                if changed not in pair_count:
-                    self._add_pair(changed, 0, index, None)
-                    continue
-                if number < 0 and changed != pair:  # the merged pair goes entirely
-                    if remaining is None:
-                        remaining = set(zip(rewritten, rewritten[1:]))
-                    if changed not in remaining:
-                        pair_words[changed].discard(index)
-                elif number > 0:
-                    pair_words[changed].add(index)
-                # Its occurrences here moved, appeared or went: if its first one may be here, find it again.
-                first = firsts[changed]
-                if first is not None and first[0] >= index:
-                    firsts[changed] = None
-                    moved.add(changed)
-            sequences[index] = rewritten
+        symbol, following, preceding, marks = self._symbol, self._next, self._previous, self._marks
+        slots = self._merged_places(pair)
+        rights = following[slots]
+        after = following[rights]
+        before = preceding[slots]
+        weight = self._weight[slots]
+        # The symbol before a merge belongs to another pair when it is the right part of a merge just
+        # before: that merge's pair with its own right side covers the two.
+        marks[rights] = True
+        has_before = before >= 0
+        has_before[has_before] = ~marks[before[has_before]]
+        marks[rights] = False
+        has_after = after >= 0
+        before, before_weight, after_slots, after_weight = (
+            before[has_before],
+            weight[has_before],
+            slots[has_after],
+            weight[has_after],
+        )
+        after = after[has_after]
+        old_before, old_after = symbol[before], symbol[after]
+        symbol[slots] = merged
+        symbol[rights] = -1
+        following[slots[~has_after]] = -1
+        following[after_slots] = after
+        preceding[after] = after_slots
+        # (slots, weights, left symbols, right symbols) of the pairs gone, then of the pairs made.
+        gone = [
+            (slots, weight, left, right),
+            (before, before_weight, old_before, left),
+            (after_slots, after_weight, right, old_after),
+        ]
+        made = [(before, before_weight, old_before, merged), (after_slots, after_weight, merged, symbol[after])]
+        changes = _changes_few(gone, made) if len(slots) <= _FEW else _changes_many(gone, made)
+        merges = int(weight.sum())
         self.freq[left] -= merges
         self.freq[right] -= merges
         self.freq[merged] += merges
         self.total -= merges
-        touched = moved
-        for changed, delta in changes.items():
-            count = self.pair_count[changed] + delta
+        return merged, self._record(*changes)
+
+    def _record(self, deltas, lost, found):
+        """Update the pairs from a merge's `deltas` (pair -> change of count), the pairs that `lost`
+        places, and the places `found` (pair -> sorted slots). Returns the pairs that may rank higher."""
+        pair_count, firsts, touched = self.pair_count, self.first, set()
+        for changed, places in found.items():
+            if changed not in pair_count:
+                self._add_pair(changed, 0, places)
+                continue
+            self._places[changed].append(places)
+            first = firsts[changed]
+            if first is not None and places[0] < first:
+                firsts[changed] = int(places[0])
+                touched.add(changed)
+        checked = []  # pairs that lost places: is their first occurrence still theirs?
+        for changed, delta in deltas.items():
+            count = pair_count[changed] + delta
             if count <= 0:
                 self._remove_pair(changed)
-            else:
-                self.pair_count[changed] = count
-                if delta > 0:
-                    touched.add(changed)
-        return merged, {p for p in touched if p in self.pair_count}
+                continue
+            pair_count[changed] = count
+            if delta > 0:
+                touched.add(changed)
+            if changed in lost and firsts[changed] is not None:
+                checked.append(changed)
+        if checked:
+            for changed in self._not_held(checked, [firsts[changed] for changed in checked]):
+                firsts[changed] = None  # found again when asked: the pair ranks lower, not higher
+        return touched
+
+
+def _changes_few(gone, made):
+    """`PairCorpus._record`'s arguments from the pairs a merge made and those gone (lists of (slots,
+    weights, left symbols, right symbols); a symbol may be one for all), in Python: for a merge in a few
+    places, cheaper than array operations."""
+    deltas, lost, found = {}, set(), {}
+    for slots, weights, lefts, rights in gone:
+        for pair, weight in zip(_pairs(lefts, rights, len(slots)), weights.tolist()):
+            deltas[pair] = deltas.get(pair, 0) - weight
+            lost.add(pair)
+    for slots, weights, lefts, rights in made:
+        for pair, slot, weight in zip(_pairs(lefts, rights, len(slots)), slots.tolist(), weights.tolist()):
+            deltas[pair] = deltas.get(pair, 0) + weight
+            found.setdefault(pair, []).append(slot)
+    return deltas, lost, {pair: np.array(sorted(places), np.int64) for pair, places in found.items()}
+
+
+def _pairs(lefts, rights, size):
+    lefts = lefts.tolist() if isinstance(lefts, np.ndarray) else [lefts] * size
+    rights = rights.tolist() if isinstance(rights, np.ndarray) else [rights] * size
+    return zip(lefts, rights)
+
+
+def _changes_many(gone, made):
+    """`_changes_few` with array operations, for a merge in many places."""
+
+    def keys(slots, lefts, rights):
+        lefts = np.broadcast_to(np.asarray(lefts, np.int64), slots.shape)
+        return (lefts << _SHIFT) | np.asarray(rights, np.int64)
+
+    gone_keys = np.concatenate([keys(slots, lefts, rights) for slots, _, lefts, rights in gone])
+    made_keys = np.concatenate([keys(slots, lefts, rights) for slots, _, lefts, rights in made])
+    made_places = np.concatenate([slots for slots, *_ in made])
+    weights = np.concatenate([-weights for _, weights, *_ in gone] + [weights for _, weights, *_ in made])
+    distinct, inverse = np.unique(np.concatenate([gone_keys, made_keys]), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    changes = np.bincount(inverse, weights, len(distinct)).astype(np.int64)  # exact below 2**53
+    deltas = {(key >> _SHIFT, key & _RIGHT): delta for key, delta in zip(distinct.tolist(), changes.tolist())}
+    lost = {(key >> _SHIFT, key & _RIGHT) for key in np.unique(gone_keys).tolist()}
+    order = np.lexsort((made_places, made_keys))
+    made_keys, made_places = made_keys[order], made_places[order]
+    starts = np.flatnonzero(np.diff(made_keys, prepend=-1))
+    bounds = np.append(starts, len(made_keys)).tolist()
+    found = {
+        (key >> _SHIFT, key & _RIGHT): made_places[bounds[i] : bounds[i + 1]]
+        for i, key in enumerate(made_keys[starts].tolist())
+    }
+    return deltas, lost, found
