@@ -15,6 +15,7 @@ from tfsubword import BPELayer, train_bpe
 from tfsubword.files.vocab import write_merges, write_vocab_json
 from tfsubword.segment import bpe as bpe_segment
 from tfsubword.text import byte_level as byte_level_lib
+from tfsubword.train.bpe import learn_bpe
 
 SEED_CORPUS = [
     "This is the Hugging Face Course.",
@@ -331,6 +332,17 @@ def test_invalid_utf8_is_replaced(trained):
     encode, reference, _ = encoders(trained["hf"])
     got = encode(tf.constant([b"caf\xe9 ok", b"\xff\xfe", b"abc\xe3\x81"])).to_list()
     assert got == [e.ids for e in reference.encode_batch(["caf\ufffd ok", "\ufffd\ufffd", "abc\ufffd"])]
+
+
+def test_learning_from_counts_by_hand():
+    """By hand: in `ab\\ud800` (twice) and `b\\ud800` (once), (b, \\ud800) occurs 3 times and merges first;
+    then (a, b\\ud800) twice. A lone surrogate, which a word count mapping may hold, is a character
+    like any other; a run `x x x x` merges at 0-1 and 2-3, then (xx, xx)."""
+    vocabulary, merges = learn_bpe({"ab\ud800": 2, "b\ud800": 1}, 5, special_tokens=[])
+    assert merges == [("b", "\ud800"), ("a", "b\ud800")]
+    assert vocabulary == ["a", "b", "\ud800", "b\ud800", "ab\ud800"]
+    _, merges = learn_bpe({"xxxx": 1, "xxx": 1}, 4, special_tokens=[])
+    assert merges == [("x", "x"), ("xx", "xx"), ("xx", "x")]
 
 
 def test_repeated_pair_merges_from_the_left():

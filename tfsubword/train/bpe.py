@@ -1,4 +1,4 @@
-"""Byte-pair encoding training over word counts: pure Python, no TensorFlow, no I/O.
+"""Byte-pair encoding training over word counts: Python and NumPy, no TensorFlow, no I/O.
 
 Every word starts as its symbols (characters of the model's alphabet: with byte-level BPE, one per
 byte). Each step merges the most frequent adjacent pair everywhere it occurs (left to right, without
@@ -6,8 +6,8 @@ overlap) into one symbol, its parts' texts joined; ties go to the pair that occu
 (words in first-occurrence order, then left to right), as in the seeds' worked example.
 
 It runs on the pair-merge engine the WordPiece trainer shares (`merges.PairCorpus`: a merge rewrites
-only the words that hold the pair, and reports the pairs whose count rose or whose first occurrence
-moved), with one max-heap of `(count, first occurrence)` and lazy deletion: a pair whose count fell keeps
+only the places that hold the pair, and reports the pairs whose count rose or whose first occurrence
+moved), with one max-heap of `(count, slot of the first occurrence)` and lazy deletion: a pair whose count fell keeps
 an entry that ranks too high, and is re-ranked when that entry reaches the top.
 """
 

@@ -105,7 +105,7 @@ class PairCorpus:
         lengths = np.fromiter((len(word) for word, _ in words), np.int64, len(words))
         counts = np.fromiter((count for _, count in words), np.int64, len(words))
         text = "".join(word for word, _ in words)
-        code_points = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int64)
+        code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32).astype(np.int64)
         # A character's key: its code point, and with a suffix indicator, whether it starts its word.
         keys = code_points * 2
         if self.indicator:
@@ -135,7 +135,7 @@ class PairCorpus:
         self._previous[self._word_starts] = -1
         self._marks = np.zeros(size, bool)  # scratch: the right parts of the merge being made
         slots = np.flatnonzero(self._next >= 0)
-        keys = self._keys(self._symbol[slots], self._symbol[slots + 1])
+        keys = _pair_keys(self._symbol[slots], self._symbol[slots + 1])
         order = np.argsort(keys, kind="stable")
         keys, slots = keys[order], slots[order]
         starts = np.flatnonzero(np.diff(keys, prepend=-1))
@@ -143,10 +143,6 @@ class PairCorpus:
         bounds = np.append(starts, len(slots)).tolist()
         for i, (key, total) in enumerate(zip(keys[starts].tolist(), totals.tolist())):
             self._add_pair((key >> _SHIFT, key & _RIGHT), total, slots[bounds[i] : bounds[i + 1]])
-
-    @staticmethod
-    def _keys(left, right):
-        return (left.astype(np.int64) << _SHIFT) | right.astype(np.int64)
 
     def symbol(self, text, width):
         symbol = self.ids.get(text)
@@ -342,15 +338,18 @@ def _pairs(lefts, rights, size):
     return zip(lefts, rights)
 
 
+def _pair_keys(lefts, rights, size=None):
+    """Pairs of symbol ids (arrays, or one id for all `size`) as int64 keys."""
+    lefts = np.asarray(lefts, np.int64)
+    if size is not None:
+        lefts = np.broadcast_to(lefts, (size,))
+    return (lefts << _SHIFT) | np.asarray(rights, np.int64)
+
+
 def _changes_many(gone, made):
     """`_changes_few` with array operations, for a merge in many places."""
-
-    def keys(slots, lefts, rights):
-        lefts = np.broadcast_to(np.asarray(lefts, np.int64), slots.shape)
-        return (lefts << _SHIFT) | np.asarray(rights, np.int64)
-
-    gone_keys = np.concatenate([keys(slots, lefts, rights) for slots, _, lefts, rights in gone])
-    made_keys = np.concatenate([keys(slots, lefts, rights) for slots, _, lefts, rights in made])
+    gone_keys = np.concatenate([_pair_keys(lefts, rights, len(slots)) for slots, _, lefts, rights in gone])
+    made_keys = np.concatenate([_pair_keys(lefts, rights, len(slots)) for slots, _, lefts, rights in made])
     made_places = np.concatenate([slots for slots, *_ in made])
     weights = np.concatenate([-weights for _, weights, *_ in gone] + [weights for _, weights, *_ in made])
     distinct, inverse = np.unique(np.concatenate([gone_keys, made_keys]), return_inverse=True)

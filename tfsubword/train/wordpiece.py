@@ -1,4 +1,4 @@
-"""WordPiece vocabulary learning over word counts: pure Python, no TensorFlow, no I/O.
+"""WordPiece vocabulary learning over word counts: Python and NumPy, no TensorFlow, no I/O.
 
 Every word starts as its characters, all but the first carrying the suffix indicator (`h ##u ##g`).
 Each step merges one pair of adjacent symbols everywhere it occurs (left to right, without overlap)
@@ -17,7 +17,7 @@ into a new symbol `a + b` without `b`'s indicator. Which pair:
   weighs that by how often, so it prefers frequent pairs and stops once nothing beats chance.
 
 Both run incrementally on the pair-merge engine BPE shares (`merges.PairCorpus`): a merge rewrites only
-the words that contain the pair, and the rankings (`rankings`) re-rank only the pairs whose counts or
+the places that hold the pair, and the rankings (`rankings`) re-rank only the pairs whose counts or
 whose parts' counts changed. Symbols are identified by their text: two different pairs that produce the
 same text produce the same symbol, and the text enters the vocabulary once.
 """
