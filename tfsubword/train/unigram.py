@@ -42,6 +42,8 @@ from tfsubword.files.unigram_vocabulary import META_PIECES
 from tfsubword.train.unigram_corpus import Corpus, training_words
 
 _UNKNOWN_PENALTY = 10.0
+# The lattice is made again when fewer than this share of its edges are alive.
+_KEPT_EDGES = 0.75
 
 
 def learn_unigram(
@@ -106,74 +108,129 @@ class _Model:
         self.corpus, self.pieces = corpus, pieces
         self.scores = np.asarray(scores, np.float64)
         self.alive = np.ones(len(pieces), bool)
-        self.edge_start, self.edge_length, self.edge_piece = corpus.edges(pieces)
+        edge_start, edge_length, edge_piece = corpus.edges(pieces)
         self.piece_length = np.array([len(p) for p in pieces], np.int64)
         # One occurrence of each piece, where its own lattice is read from the corpus's.
         self.occurrence = np.full(len(pieces), -1, np.int64)
-        order = np.argsort(self.edge_start, kind="stable")[::-1]
-        self.occurrence[self.edge_piece[order]] = self.edge_start[order]
-        single = self.edge_length == 1
+        order = np.argsort(edge_start, kind="stable")[::-1]
+        self.occurrence[edge_piece[order]] = edge_start[order]
+        single = edge_length == 1
         self._single = np.full(len(corpus.chars), -1, np.int64)
-        self._single[self.edge_start[single]] = self.edge_piece[single]
+        self._single[edge_start[single]] = edge_piece[single]
         chars = corpus.chars
         self.word_of_position = np.cumsum(chars < 0) - (chars < 0)  # separators belong to the word before
         self.word_start_of_position = corpus.starts[self.word_of_position]
+        # Where each position of the text is in the mirrored text (each word reversed in place).
+        position = np.arange(len(chars) + 1)
+        word = np.minimum(self.word_of_position[np.minimum(position, len(chars) - 1)], len(corpus.starts) - 1)
+        self._mirrored = np.clip(corpus.starts[word] + (corpus.ends[word] - position), 0, len(chars))
+        # Positions by their place in their word (then in the text): the order of a pass.
+        self._relative = np.arange(len(chars) + 1) - np.append(self.word_start_of_position, len(chars))
+        self._by_relative = np.argsort(self._relative, kind="stable")
+        self._edges = (edge_start, edge_start + edge_length, edge_piece)  # the pieces' edges, alive or not
+        self._unknown = None  # the positions of the lattice's unknown edges
+        self._start = None  # no lattice yet
 
     def alive_pieces(self):
         return np.nonzero(self.alive)[0]
 
-    def _lattice(self):
-        """The alive edges, plus an unknown edge for each position that starts no one-character piece."""
-        keep = self.alive[self.edge_piece]
-        start, length, piece = self.edge_start[keep], self.edge_length[keep], self.edge_piece[keep]
-        chars = self.corpus.chars
-        covered = np.zeros(len(chars), bool)
-        covered[start[length == 1]] = True
-        unknown = np.nonzero(~covered & (chars >= 0))[0]
-        unknown_score = self._unknown_score()
-        scores = np.concatenate([self.scores[piece], np.full(len(unknown), unknown_score)])
-        start = np.concatenate([start, unknown])
-        length = np.concatenate([length, np.ones(len(unknown), np.int64)])
-        piece = np.concatenate([piece, np.full(len(unknown), -1)])
-        return start, start + length, piece, scores
+    def _index_passes(self):
+        """The lattice: the alive pieces' edges (in the order of `corpus.edges`), then an unknown edge
+        at each position where no alive one-character piece starts; and the order of each pass. Made
+        again only when a one-character piece of the lattice is dropped (unknown edges change) or when
+        a quarter of its edges are dropped: a dropped piece's edges score -inf, which leaves every sum
+        and maximum as it was."""
+        start, end, piece = self._edges
+        keep = self.alive[piece]
+        start, end, piece = start[keep], end[keep], piece[keep]
+        self._edges = (start, end, piece)
+        single = end - start == 1
+        self._covering = np.unique(piece[single])
+        covered = np.zeros(len(self.corpus.chars), bool)
+        covered[start[single]] = True
+        unknown = np.nonzero(~covered & (self.corpus.chars >= 0))[0]
+        # The same unknown edges as before: the passes' orders, less the dropped edges, still hold.
+        same = self._unknown is not None and np.array_equal(unknown, self._unknown)
+        lattice_keep = np.concatenate([keep, np.ones(len(unknown), bool)]) if same else None
+        self._unknown = unknown
+        self._start = np.concatenate([start, unknown])
+        self._end = np.concatenate([end, unknown + 1])
+        self._piece = np.concatenate([piece, np.full(len(unknown), -1)])
+        self._word = self.word_of_position[self._start]
+        mirror_start = self.corpus.starts[self._word] + (self.corpus.ends[self._word] - self._end)
+        mirror_end = mirror_start + (self._end - self._start)
+        if same:
+            kept_index = np.cumsum(lattice_keep) - 1
+            orders = [kept_index[order[lattice_keep[order]]] for order in (self._forward[0], self._backward[0])]
+        else:
+            # Runs of edges of one length (and kind): no two end at the same position.
+            kind = np.where(self._piece < 0, 0, self._end - self._start)
+            runs = np.flatnonzero(np.diff(kind, prepend=-1, append=-1)).tolist()
+            orders = [self._pass_order(self._end, runs), self._pass_order(mirror_end, runs)]
+        self._forward = self._plan(orders[0], self._start, self._end)
+        self._backward = self._plan(orders[1], mirror_start, mirror_end)
 
-    def _passes(self, start, end, scores, reduce):
-        """Forward values at every position (word starts 0) with `reduce` over incoming edges."""
-        chars = self.corpus.chars
-        relative_end = end - self.word_start_of_position[start]
-        order = np.lexsort((end, relative_end))
-        start, end, scores, relative_end = start[order], end[order], scores[order], relative_end[order]
-        values = np.full(len(chars) + 1, -np.inf)
+    def _pass_order(self, end, runs):
+        """The order of a pass: the edges by their end's place in its word, edges ending at one
+        position together in lattice order (so sums run in the same order every time)."""
+        sizes = np.bincount(end, minlength=len(self._relative))[self._by_relative]
+        offsets = np.empty(len(self._relative), np.int64)
+        offsets[self._by_relative] = np.cumsum(sizes) - sizes
+        order = np.empty(len(end), np.int64)
+        for a, b in zip(runs[:-1], runs[1:]):
+            ends = end[a:b]
+            order[offsets[ends]] = np.arange(a, b)
+            offsets[ends] += 1
+        return order
+
+    def _plan(self, order, start, end):
+        """A pass's plan: its `order`; the bounds of each place in a word; the first edge of each end;
+        the sorted starts and ends."""
+        sorted_end = end[order]
+        bounds = np.searchsorted(self._relative[sorted_end], np.arange(self.corpus.max_length + 2))
+        heads = np.flatnonzero(np.diff(sorted_end, prepend=-1))
+        return order, bounds, heads, np.searchsorted(heads, bounds), start[order], sorted_end
+
+    def _edge_scores(self):
+        """(Makes the lattice first if pieces were dropped since.) Each lattice edge's score now: its
+        piece's, or an unknown character's; -inf for pieces dropped since."""
+        if self._start is None or not self.alive[self._covering].all():
+            self._index_passes()
+        piece = np.maximum(self._piece, 0)
+        alive = self.alive[piece]
+        if np.count_nonzero(alive) < _KEPT_EDGES * len(alive):
+            self._index_passes()
+            piece = np.maximum(self._piece, 0)
+            alive = self.alive[piece]
+        return np.where(self._piece < 0, self._unknown_score(), np.where(alive, self.scores[piece], -np.inf))
+
+    def _passes(self, plan, scores, reduce):
+        """Values at every position (word starts 0) with `reduce` over incoming edges, by the pass
+        `plan`; and the scores in its order."""
+        order, bounds, heads, head_bounds, start, end = plan
+        scores = scores[order]
+        values = np.full(len(self.corpus.chars) + 1, -np.inf)
         values[self.corpus.starts] = 0.0
-        bounds = np.searchsorted(relative_end, np.arange(self.corpus.max_length + 2))
         for t in range(1, self.corpus.max_length + 1):
             a, b = bounds[t], bounds[t + 1]
             if a == b:
                 continue
-            group_end = end[a:b]
-            heads = np.concatenate([[0], np.nonzero(group_end[1:] != group_end[:-1])[0] + 1])
-            values[group_end[heads]] = reduce.reduceat(values[start[a:b]] + scores[a:b], heads)
-        return values, order
+            group_heads = heads[head_bounds[t] : head_bounds[t + 1]]
+            values[end[group_heads]] = reduce.reduceat(values[start[a:b]] + scores[a:b], group_heads - a)
+        return values, scores
 
     def em_step(self):
-        start, end, piece, scores = self._lattice()
-        alpha, _ = self._passes(start, end, scores, np.logaddexp)
+        scores = self._edge_scores()
+        alpha, _ = self._passes(self._forward, scores, np.logaddexp)
         # Backward: the same pass over the reversed text (positions mirrored within each word).
-        corpus = self.corpus
-        word = self.word_of_position[start]
-        mirror_start = corpus.starts[word] + (corpus.ends[word] - end)
-        mirror_end = mirror_start + (end - start)
-        beta_mirrored, _ = self._passes(mirror_start, mirror_end, scores, np.logaddexp)
-        position = np.arange(len(corpus.chars) + 1)
-        position_word = np.minimum(
-            self.word_of_position[np.minimum(position, len(corpus.chars) - 1)], len(corpus.starts) - 1
-        )
-        mirrored = corpus.starts[position_word] + (corpus.ends[position_word] - position)
-        beta = beta_mirrored[np.clip(mirrored, 0, len(corpus.chars))]
+        beta_mirrored, _ = self._passes(self._backward, scores, np.logaddexp)
+        beta = beta_mirrored[self._mirrored]
+        corpus, word = self.corpus, self._word
         total = alpha[corpus.ends]
-        posterior = np.exp(alpha[start] + scores + beta[end] - total[word]) * corpus.counts[word]
-        known = piece >= 0
-        expected = np.bincount(piece[known], weights=posterior[known], minlength=len(self.pieces))
+        posterior = np.exp(alpha[self._start] + scores + beta[self._end] - total[word]) * corpus.counts[word]
+        # Unknown edges count in a bin past the pieces'.
+        bins = np.where(self._piece >= 0, self._piece, len(self.pieces))
+        expected = np.bincount(bins, weights=posterior, minlength=len(self.pieces) + 1)[:-1]
         # M-step: digamma(count) - digamma(total), dropping pieces expected less than half a time.
         self.alive &= expected >= 0.5
         kept = expected[self.alive]
@@ -182,23 +239,27 @@ class _Model:
     def _viterbi_counts(self):
         """How often each piece is on the best paths of the corpus, unknown characters counted as
         piece 0 (see the module's docstring)."""
-        start, end, piece, scores = self._lattice()
-        best, order = self._passes(start, end, scores, np.maximum)
-        start, end, piece, scores = start[order], end[order], piece[order], scores[order]
+        scores = self._edge_scores()
+        plan = self._forward
+        best, scores = self._passes(plan, scores, np.maximum)
+        order, start, end = plan[0], plan[4], plan[5]
+        piece = np.maximum(self._piece[order], 0)
         # The incoming edge of each position on its best path: an edge achieving the position's best.
         achieving = np.nonzero(best[start] + scores == best[end])[0]
         incoming = np.full(len(best), -1, np.int64)
         incoming[end[achieving[::-1]]] = achieving[::-1]  # the first such edge wins
-        counts = np.zeros(len(self.pieces))
+        on_paths, weights = [], []
         position = self.corpus.ends.copy()
         word = np.arange(len(position))
         while len(position):
             edge = incoming[position]
-            np.add.at(counts, np.maximum(piece[edge], 0), self.corpus.counts[word])
+            on_paths.append(piece[edge])
+            weights.append(self.corpus.counts[word])
             position = start[edge]
             more = position > self.corpus.starts[word]
             position, word = position[more], word[more]
-        return counts
+        # Word counts are whole numbers: their sums are exact in any order.
+        return np.bincount(np.concatenate(on_paths), np.concatenate(weights), len(self.pieces)).astype(np.float64)
 
     def _piece_at(self, positions, length):
         """The alive piece of `length` characters starting at each of `positions`, and its score on a
@@ -231,6 +292,7 @@ class _Model:
         lengths = self.piece_length[candidates]
         for length in np.unique(lengths).tolist():
             group = np.nonzero(lengths == length)[0]
+            group = group[np.argsort(self.occurrence[candidates[group]], kind="stable")]  # lookups in text order
             origin = self.occurrence[candidates[group]]
             rows = np.arange(len(group))
             best = np.full((len(group), length + 1), -np.inf)
