@@ -48,7 +48,8 @@ def test_em_step_equals_brute_force_expectation():
                     starts.append(corpus.starts[w] + i)
                     lengths.append(len(piece))
                     ids.append(j)
-    model.edge_start, model.edge_length, model.edge_piece = (np.array(x, np.int64) for x in (starts, lengths, ids))
+    starts, lengths, ids = (np.array(x, np.int64) for x in (starts, lengths, ids))
+    model._edges = (starts, starts + lengths, ids)  # (start, end, piece) of each edge
     expected = np.zeros(len(pieces))
     score_of = dict(zip(pieces, scores))
     for word, count in counts.items():

@@ -34,6 +34,7 @@ SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
 4. The vocabulary: the required characters, then the best-scored pieces up to `vocab_size`.
 """
 
+import concurrent.futures
 import warnings
 
 import numpy as np
@@ -221,9 +222,12 @@ class _Model:
 
     def em_step(self):
         scores = self._edge_scores()
-        alpha, _ = self._passes(self._forward, scores, np.logaddexp)
-        # Backward: the same pass over the reversed text (positions mirrored within each word).
-        beta_mirrored, _ = self._passes(self._backward, scores, np.logaddexp)
+        # Forward, and backward: the same pass over the reversed text (positions mirrored within each
+        # word). NumPy releases the GIL in its loops, so the two run on two cores.
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            forward = pool.submit(self._passes, self._forward, scores, np.logaddexp)
+            beta_mirrored, _ = self._passes(self._backward, scores, np.logaddexp)
+            alpha, _ = forward.result()
         beta = beta_mirrored[self._mirrored]
         corpus, word = self.corpus, self._word
         total = alpha[corpus.ends]
