@@ -144,7 +144,6 @@ class _Model:
         start, end, piece = self._edges
         keep = self.alive[piece]
         start, end, piece = start[keep], end[keep], piece[keep]
-        self._edges = (start, end, piece)
         single = end - start == 1
         self._covering = np.unique(piece[single])
         covered = np.zeros(len(self.corpus.chars), bool)
@@ -157,6 +156,9 @@ class _Model:
         self._start = np.concatenate([start, unknown])
         self._end = np.concatenate([end, unknown + 1])
         self._piece = np.concatenate([piece, np.full(len(unknown), -1)])
+        del start, end, piece
+        pieces = len(self._piece) - len(unknown)
+        self._edges = (self._start[:pieces], self._end[:pieces], self._piece[:pieces])  # views, not copies
         self._word = self.word_of_position[self._start]
         mirror_start = self.corpus.starts[self._word] + (self.corpus.ends[self._word] - self._end)
         mirror_end = mirror_start + (self._end - self._start)
