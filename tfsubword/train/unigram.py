@@ -45,6 +45,8 @@ from tfsubword.train.unigram_corpus import Corpus, training_words
 _UNKNOWN_PENALTY = 10.0
 # The lattice is made again when fewer than this share of its edges are alive.
 _KEPT_EDGES = 0.75
+# Edges per part of the EM step's expectations.
+_CHUNK = 1 << 22
 
 
 def learn_unigram(
@@ -143,8 +145,7 @@ class _Model:
         and maximum as it was."""
         start, end, piece = self._edges
         keep = self.alive[piece]
-        start, end, piece = start[keep], end[keep], piece[keep]
-        single = end - start == 1
+        single = keep & (end - start == 1)
         self._covering = np.unique(piece[single])
         covered = np.zeros(len(self.corpus.chars), bool)
         covered[start[single]] = True
@@ -152,19 +153,24 @@ class _Model:
         # The same unknown edges as before: the passes' orders, less the dropped edges, still hold.
         same = self._unknown is not None and np.array_equal(unknown, self._unknown)
         lattice_keep = np.concatenate([keep, np.ones(len(unknown), bool)]) if same else None
-        self._unknown = unknown
-        self._start = np.concatenate([start, unknown])
-        self._end = np.concatenate([end, unknown + 1])
-        self._piece = np.concatenate([piece, np.full(len(unknown), -1)])
+        old_orders = (self._forward[0], self._backward[0]) if same else None
+        self._unknown, self._forward, self._backward = unknown, None, None  # the old plans go first
+        pieces = int(np.count_nonzero(keep))
+        for name, values, rest in (("_start", start, unknown), ("_end", end, unknown + 1), ("_piece", piece, -1)):
+            lattice = np.empty(pieces + len(unknown), np.int64)
+            np.compress(keep, values, out=lattice[:pieces])
+            lattice[pieces:] = rest
+            setattr(self, name, lattice)
         del start, end, piece
-        pieces = len(self._piece) - len(unknown)
         self._edges = (self._start[:pieces], self._end[:pieces], self._piece[:pieces])  # views, not copies
-        self._word = self.word_of_position[self._start]
-        mirror_start = self.corpus.starts[self._word] + (self.corpus.ends[self._word] - self._end)
+        word = self.word_of_position[self._start]
+        mirror_start = self.corpus.starts[word] + (self.corpus.ends[word] - self._end)
+        del word
         mirror_end = mirror_start + (self._end - self._start)
         if same:
             kept_index = np.cumsum(lattice_keep) - 1
-            orders = [kept_index[order[lattice_keep[order]]] for order in (self._forward[0], self._backward[0])]
+            orders = [kept_index[order[lattice_keep[order]]] for order in old_orders]
+            del old_orders, kept_index
         else:
             # Runs of edges of one length (and kind): no two end at the same position.
             kind = np.where(self._piece < 0, 0, self._end - self._start)
@@ -231,9 +237,15 @@ class _Model:
             beta_mirrored, _ = self._passes(self._backward, scores, np.logaddexp)
             alpha, _ = forward.result()
         beta = beta_mirrored[self._mirrored]
-        corpus, word = self.corpus, self._word
+        corpus = self.corpus
         total = alpha[corpus.ends]
-        posterior = np.exp(alpha[self._start] + scores + beta[self._end] - total[word]) * corpus.counts[word]
+        posterior = np.empty(len(scores))
+        for a in range(0, len(scores), _CHUNK):  # in parts: each step's temporaries are an edge array each
+            b = a + _CHUNK
+            start = self._start[a:b]
+            word = self.word_of_position[start]
+            part = np.exp(alpha[start] + scores[a:b] + beta[self._end[a:b]] - total[word], out=posterior[a:b])
+            part *= corpus.counts[word]
         # Unknown edges count in a bin past the pieces'.
         bins = np.where(self._piece >= 0, self._piece, len(self.pieces))
         expected = np.bincount(bins, weights=posterior, minlength=len(self.pieces) + 1)[:-1]
