@@ -337,7 +337,8 @@ def test_invalid_utf8_is_replaced(trained):
 def test_learning_from_counts_by_hand():
     """By hand: in `ab\\ud800` (twice) and `b\\ud800` (once), (b, \\ud800) occurs 3 times and merges first;
     then (a, b\\ud800) twice. A lone surrogate, which a word count mapping may hold, is a character
-    like any other; a run `x x x x` merges at 0-1 and 2-3, then (xx, xx)."""
+    like any other. A run `x x x x` merges at 0-1 and 2-3; then (xx, xx) and (xx, x), once each, tie,
+    and (xx, xx) occurs first."""
     vocabulary, merges = learn_bpe({"ab\ud800": 2, "b\ud800": 1}, 5, special_tokens=[])
     assert merges == [("b", "\ud800"), ("a", "b\ud800")]
     assert vocabulary == ["a", "b", "\ud800", "b\ud800", "ab\ud800"]
