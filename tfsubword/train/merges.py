@@ -3,8 +3,8 @@ and the loop that grows a vocabulary from merges. Python and NumPy, no TensorFlo
 
 Every word starts as its characters (with WordPiece, all but the first carry the suffix indicator:
 `h ##u ##g`). A merge of a pair of adjacent symbols rewrites only the places that hold it (left to
-right, without overlap) and reports the pairs whose counts or first occurrences changed, so that a
-trainer re-ranks those only. Symbols are identified by their text: two different pairs that produce the
+right, without overlap) and reports the pairs that may rank higher now (count risen, first occurrence
+earlier), so that a trainer re-ranks those only. Symbols are identified by their text: two different pairs that produce the
 same text produce the same symbol.
 
 The corpus is one array of character slots, the distinct words of two characters or more one after
@@ -241,8 +241,8 @@ class PairCorpus:
 
     def apply(self, pair):
         """Merge `pair` everywhere, left to right. Returns the merged symbol and the live pairs that may
-        rank higher than before: new pairs, pairs whose count rose, pairs whose first occurrence moved.
-        (Pairs whose count fell rank lower: their outdated heap entries are corrected when popped.)"""
+        rank higher than before: new pairs, pairs whose count rose, pairs whose first occurrence moved
+        earlier. (The others rank lower: their outdated heap entries are corrected when popped.)"""
         left, right = pair
         merged = self.symbol(self.merged_text(pair), self.widths[left] + self.widths[right])
         symbol, following, preceding, marks = self._symbol, self._next, self._previous, self._marks
