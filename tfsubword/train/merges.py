@@ -4,8 +4,8 @@ and the loop that grows a vocabulary from merges. Python and NumPy, no TensorFlo
 Every word starts as its characters (with WordPiece, all but the first carry the suffix indicator:
 `h ##u ##g`). A merge of a pair of adjacent symbols rewrites only the places that hold it (left to
 right, without overlap) and reports the pairs that may rank higher now (count risen, first occurrence
-earlier), so that a trainer re-ranks those only. Symbols are identified by their text: two different pairs that produce the
-same text produce the same symbol.
+earlier), so that a trainer re-ranks those only. Symbols are identified by their text: two different
+pairs that produce the same text produce the same symbol.
 
 The corpus is one array of character slots, the distinct words of two characters or more one after
 another; a symbol sits in the slot of its first character, and each slot links to the next and the
