@@ -2,6 +2,7 @@
 
 import functools
 import json
+from unittest import mock
 
 import hypothesis
 import hypothesis.strategies as st
@@ -15,6 +16,7 @@ from tfsubword import BPELayer, train_bpe
 from tfsubword.files.vocab import write_merges, write_vocab_json
 from tfsubword.segment import bpe as bpe_segment
 from tfsubword.text import byte_level as byte_level_lib
+from tfsubword.train import merges as merges_lib
 from tfsubword.train.bpe import learn_bpe
 
 SEED_CORPUS = [
@@ -178,12 +180,14 @@ def test_textbook_oracle_on_real_text(name, lines, size):
     ),
     extra=st.integers(0, 30),
 )
-def test_textbook_oracle_on_random_counts(counts, extra):
+@pytest.mark.parametrize("few", [merges_lib._FEW, 0], ids=["as-is", "array-path"])
+def test_textbook_oracle_on_random_counts(counts, extra, few):
+    """`few=0`: every merge takes the array path, which otherwise only merges in many places take."""
     alphabet = len({char for word in counts for char in word})
     expected = textbook_bpe(counts, alphabet + extra, [])
     import warnings
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), mock.patch.object(merges_lib, "_FEW", few):
         warnings.simplefilter("ignore")
         assert train_bpe(counts, vocab_size=alphabet + extra, special_tokens=(), show_progress=False) == expected
 

@@ -3,6 +3,7 @@
 import math
 import warnings
 from fractions import Fraction
+from unittest import mock
 
 import pytest
 import tensorflow as tf
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from tests.conftest import nonempty_lines, shared_file
 from tfsubword import WordPieceLayer, train_wordpiece
 from tfsubword.text.bert import BertNormalizer
+from tfsubword.train import merges as merges_lib
 from tfsubword.train.counting import bert_words, count_words
 from tfsubword.train.wordpiece import iter_merges, learn_wordpiece
 
@@ -361,11 +363,12 @@ small_corpora = st.dictionaries(
 
 
 @given(counts=small_corpora, algorithm=st.sampled_from(["score", "likelihood"]))
-def test_random_corpora_match_the_textbook_algorithm(counts, algorithm):
+@pytest.mark.parametrize("few", [merges_lib._FEW, 0], ids=["as-is", "array-path"])
+def test_random_corpora_match_the_textbook_algorithm(counts, algorithm, few):
     """Tiny alphabets force ties, runs (a, a, a) and parts that only occur together: the cases where an
-    incremental ranking can go wrong."""
+    incremental ranking can go wrong. `few=0`: every merge takes the array path of `merges`."""
     expected = textbook_wordpiece(counts, 10_000, algorithm=algorithm)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), mock.patch.object(merges_lib, "_FEW", few):
         warnings.simplefilter("ignore")
         got = learn_wordpiece(counts, 10_000, special_tokens=(), algorithm=algorithm)
     assert got == expected

@@ -277,7 +277,7 @@ class _Model:
             more = position > self.corpus.starts[word]
             position, word = position[more], word[more]
         # Word counts are whole numbers: their sums are exact in any order.
-        return np.bincount(np.concatenate(on_paths), np.concatenate(weights), len(self.pieces)).astype(np.float64)
+        return np.bincount(np.concatenate(on_paths), np.concatenate(weights), len(self.pieces))
 
     def _piece_at(self, positions, length):
         """The alive piece of `length` characters starting at each of `positions`, and its score on a
