@@ -49,7 +49,7 @@ def test_em_step_equals_brute_force_expectation():
                     lengths.append(len(piece))
                     ids.append(j)
     starts, lengths, ids = (np.array(x, np.int64) for x in (starts, lengths, ids))
-    model._edges = (starts, starts + lengths, ids)  # (start, end, piece) of each edge
+    model._edges = (starts, lengths, ids)  # (start, length, piece) of each edge, in any order
     expected = np.zeros(len(pieces))
     score_of = dict(zip(pieces, scores))
     for word, count in counts.items():

@@ -105,150 +105,167 @@ def learn_unigram(
 
 
 class _Model:
-    """Pieces with scores and an alive mask, and the lattice of the corpus over them."""
+    """Pieces with scores and an alive mask, and the lattice of the corpus over them.
+
+    The lattice is its edges' (start, length, piece) arrays (an unknown character's piece is -1) in the
+    order of the forward pass: by the place of the edge's end in its word, then by that end, then by
+    length, so that the sums of a pass run in one order every time. The backward pass, the same pass
+    over the mirrored text (each word reversed in place), reads it through an order of its own.
+    Positions and pieces are int32 (`Corpus.index_type`), lengths one byte: the lattice is the
+    trainer's largest structure, some three edges per character of the distinct words.
+    """
 
     def __init__(self, corpus, pieces, scores):
         self.corpus, self.pieces = corpus, pieces
         self.scores = np.asarray(scores, np.float64)
         self.alive = np.ones(len(pieces), bool)
-        edge_start, edge_length, edge_piece = corpus.edges(pieces)
+        index = corpus.index_type
+        start, length, piece = corpus.edges(pieces)
         self.piece_length = np.array([len(p) for p in pieces], np.int64)
-        # One occurrence of each piece, where its own lattice is read from the corpus's.
+        # One occurrence of each piece, where its own lattice is read from the corpus's: its first (a
+        # piece's edges are in text order, and the last of repeated assignments holds).
         self.occurrence = np.full(len(pieces), -1, np.int64)
-        order = np.argsort(edge_start, kind="stable")[::-1]
-        self.occurrence[edge_piece[order]] = edge_start[order]
-        single = edge_length == 1
-        self._single = np.full(len(corpus.chars), -1, np.int64)
-        self._single[edge_start[single]] = edge_piece[single]
-        chars = corpus.chars
-        self.word_of_position = np.cumsum(chars < 0) - (chars < 0)  # separators belong to the word before
-        self.word_start_of_position = corpus.starts[self.word_of_position]
-        # Where each position of the text is in the mirrored text (each word reversed in place).
-        position = np.arange(len(chars) + 1)
-        word = np.minimum(self.word_of_position[np.minimum(position, len(chars) - 1)], len(corpus.starts) - 1)
-        self._mirrored = np.clip(corpus.starts[word] + (corpus.ends[word] - position), 0, len(chars))
-        # Positions by their place in their word (then in the text): the order of a pass.
-        self._relative = np.arange(len(chars) + 1) - np.append(self.word_start_of_position, len(chars))
-        self._by_relative = np.argsort(self._relative, kind="stable")
-        self._edges = (edge_start, edge_start + edge_length, edge_piece)  # the pieces' edges, alive or not
-        self._unknown = None  # the positions of the lattice's unknown edges
-        self._start = None  # no lattice yet
+        self.occurrence[piece[::-1]] = start[::-1]
+        single = np.flatnonzero(length == 1)
+        self._single = np.full(len(corpus.chars), -1, index)
+        self._single[start[single]] = piece[single]
+        del single
+        separator = corpus.chars < 0
+        self.word_of_position = np.cumsum(separator, dtype=index) - separator  # a separator ends its word
+        # Position p of word w is position flip[w] - p of the mirrored text.
+        self._flip = (corpus.starts + corpus.ends).astype(index)
+        self._edges = (start, length, piece)  # in the corpus's order until the lattice is made
+        self._covering = None  # the one-character pieces of the lattice; None: no lattice yet
+        self._forward = self._backward = None
 
     def alive_pieces(self):
         return np.nonzero(self.alive)[0]
 
     def _index_passes(self):
-        """The lattice: the alive pieces' edges (in the order of `corpus.edges`), then an unknown edge
-        at each position where no alive one-character piece starts; and the order of each pass. Made
-        again only when a one-character piece of the lattice is dropped (unknown edges change) or when
-        a quarter of its edges are dropped: a dropped piece's edges score -inf, which leaves every sum
-        and maximum as it was."""
-        start, end, piece = self._edges
-        keep = self.alive[piece]
-        single = keep & (end - start == 1)
+        """The lattice (see the class): the alive pieces' edges, and an unknown edge at each position
+        where no alive one-character piece starts; and each pass's plan. Made again only when a
+        one-character piece of the lattice is dropped (unknown edges change) or when a quarter of its
+        edges are dropped: a dropped piece's edges score -inf, which leaves every sum and maximum as
+        it was."""
+        corpus, index = self.corpus, self.corpus.index_type
+        start, length, piece = self._edges
+        self._edges = self._forward = self._backward = None  # the old lattice and plans go first
+        keep = np.append(self.alive, False)[piece]  # unknown edges (-1) are made again
+        single = keep & (length == 1)
         self._covering = np.unique(piece[single])
-        covered = np.zeros(len(self.corpus.chars), bool)
+        covered = np.zeros(len(corpus.chars), bool)
         covered[start[single]] = True
-        unknown = np.nonzero(~covered & (self.corpus.chars >= 0))[0]
-        # The same unknown edges as before: the passes' orders, less the dropped edges, still hold.
-        same = self._unknown is not None and np.array_equal(unknown, self._unknown)
-        lattice_keep = np.concatenate([keep, np.ones(len(unknown), bool)]) if same else None
-        old_orders = (self._forward[0], self._backward[0]) if same else None
-        self._unknown, self._forward, self._backward = unknown, None, None  # the old plans go first
-        pieces = int(np.count_nonzero(keep))
-        for name, values, rest in (("_start", start, unknown), ("_end", end, unknown + 1), ("_piece", piece, -1)):
-            lattice = np.empty(pieces + len(unknown), np.int64)
-            np.compress(keep, values, out=lattice[:pieces])
-            lattice[pieces:] = rest
-            setattr(self, name, lattice)
-        del start, end, piece
-        self._edges = (self._start[:pieces], self._end[:pieces], self._piece[:pieces])  # views, not copies
-        word = self.word_of_position[self._start]
-        mirror_start = self.corpus.starts[word] + (self.corpus.ends[word] - self._end)
-        del word
-        mirror_end = mirror_start + (self._end - self._start)
-        if same:
-            kept_index = np.cumsum(lattice_keep) - 1
-            orders = [kept_index[order[lattice_keep[order]]] for order in old_orders]
-            del old_orders, kept_index
-        else:
-            # Runs of edges of one length (and kind): no two end at the same position.
-            kind = np.where(self._piece < 0, 0, self._end - self._start)
-            runs = np.flatnonzero(np.diff(kind, prepend=-1, append=-1)).tolist()
-            orders = [self._pass_order(self._end, runs), self._pass_order(mirror_end, runs)]
-        self._forward = self._plan(orders[0], self._start, self._end)
-        self._backward = self._plan(orders[1], mirror_start, mirror_end)
+        del single
+        unknown = np.flatnonzero(~covered & (corpus.chars >= 0)).astype(index)
+        del covered
+        kept = int(np.count_nonzero(keep))
+        start, length, piece = (
+            _kept_then(values, keep, kept, rest, len(unknown))
+            for values, rest in ((start, unknown), (length, 1), (piece, -1))
+        )
+        del keep, unknown
+        # Each position's place in its word, and its rank among positions ordered by place, then position.
+        size = len(corpus.chars) + 1
+        relative = np.arange(size, dtype=index)
+        relative[:-1] -= corpus.starts[self.word_of_position].astype(index)
+        relative[-1] = 0
+        rank = np.empty(size, index)
+        rank[np.argsort(relative, kind="stable")] = np.arange(size, dtype=index)
 
-    def _pass_order(self, end, runs):
-        """The order of a pass: the edges by their end's place in its word, edges ending at one
-        position together in lattice order (so sums run in the same order every time)."""
-        sizes = np.bincount(end, minlength=len(self._relative))[self._by_relative]
-        offsets = np.empty(len(self._relative), np.int64)
-        offsets[self._by_relative] = np.cumsum(sizes) - sizes
-        order = np.empty(len(end), np.int64)
-        for a, b in zip(runs[:-1], runs[1:]):
-            ends = end[a:b]
-            order[offsets[ends]] = np.arange(a, b)
-            offsets[ends] += 1
+        order = self._pass_order(rank[start + length], length)
+        start = start[order]  # one at a time: each array's old order is freed before the next is made
+        length = length[order]
+        piece = piece[order]
+        del order
+        self._edges = (start, length, piece)
+        self._forward = (None, *self._plan(start + length, relative))
+        # The backward pass: edge [s, e) of word w is [flip - e, flip - s) in the mirrored text.
+        flip = self._flip[self.word_of_position[start]]
+        keys = rank[flip - start]
+        del flip, rank
+        order = self._pass_order(keys, length)
+        del keys
+        ordered_start = start[order]
+        mirror_end = self._flip[self.word_of_position[ordered_start]] - ordered_start
+        del ordered_start
+        self._backward = (order, *self._plan(mirror_end, relative))
+
+    def _pass_order(self, keys, length):
+        """The order of a pass: edges by `keys` (the rank of their end among the positions), edges with
+        one key by length (no two edges of one length end at one position)."""
+        index = self.corpus.index_type
+        sizes = np.bincount(keys, minlength=len(self.corpus.chars) + 1)
+        offsets = (np.cumsum(sizes) - sizes).astype(index)
+        del sizes
+        order = np.empty(len(keys), index)
+        for each in np.flatnonzero(np.bincount(length)).tolist():
+            members = np.flatnonzero(length == each).astype(index)
+            ranks = keys[members]
+            order[offsets[ranks]] = members
+            offsets[ranks] += 1
         return order
 
-    def _plan(self, order, start, end):
-        """A pass's plan: its `order`; the bounds of each place in a word; the first edge of each end;
-        the sorted starts and ends."""
-        sorted_end = end[order]
-        bounds = np.searchsorted(self._relative[sorted_end], np.arange(self.corpus.max_length + 2))
-        heads = np.flatnonzero(np.diff(sorted_end, prepend=-1))
-        return order, bounds, heads, np.searchsorted(heads, bounds), start[order], sorted_end
+    def _plan(self, end, relative):
+        """A pass's plan from its edges' ends in its order: the bounds of each place in a word, the
+        first edge of each end, their bounds by place, and their ends."""
+        bounds = np.searchsorted(relative[end], np.arange(self.corpus.max_length + 2))
+        heads = np.flatnonzero(np.diff(end, prepend=-1)).astype(self.corpus.index_type)
+        return bounds, heads, np.searchsorted(heads, bounds), end[heads]
 
-    def _edge_scores(self):
-        """(Makes the lattice first if pieces were dropped since.) Each lattice edge's score now: its
-        piece's, or an unknown character's; -inf for pieces dropped since."""
-        if self._start is None or not self.alive[self._covering].all():
+    def _piece_scores(self):
+        """(Makes the lattice first if pieces were dropped since.) The score of each piece on an edge,
+        -inf for pieces dropped since, and last (at index -1) an unknown character's."""
+        if self._covering is None or not self.alive[self._covering].all():
             self._index_passes()
-        piece = np.maximum(self._piece, 0)
-        alive = self.alive[piece]
-        if np.count_nonzero(alive) < _KEPT_EDGES * len(alive):
+        elif np.count_nonzero(np.append(self.alive, True)[self._edges[2]]) < _KEPT_EDGES * len(self._edges[2]):
             self._index_passes()
-            piece = np.maximum(self._piece, 0)
-            alive = self.alive[piece]
-        return np.where(self._piece < 0, self._unknown_score(), np.where(alive, self.scores[piece], -np.inf))
+        return np.append(np.where(self.alive, self.scores, -np.inf), self._unknown_score())
 
-    def _passes(self, plan, scores, reduce):
+    def _passes(self, plan, table, reduce):
         """Values at every position (word starts 0) with `reduce` over incoming edges, by the pass
-        `plan`; and the scores in its order."""
-        order, bounds, heads, head_bounds, start, end = plan
-        scores = scores[order]
+        `plan`, edges scored by their piece's entry in `table`."""
+        order, bounds, heads, head_bounds, head_ends = plan
+        start, length, piece = self._edges
         values = np.full(len(self.corpus.chars) + 1, -np.inf)
         values[self.corpus.starts] = 0.0
         for t in range(1, self.corpus.max_length + 1):
             a, b = bounds[t], bounds[t + 1]
             if a == b:
                 continue
-            group_heads = heads[head_bounds[t] : head_bounds[t + 1]]
-            values[end[group_heads]] = reduce.reduceat(values[start[a:b]] + scores[a:b], group_heads - a)
-        return values, scores
+            if order is None:
+                origins, scores = start[a:b], table[piece[a:b]]
+            else:  # the mirrored start of each edge: the mirror of its end
+                edges = order[a:b]
+                origins = start[edges]
+                origins = self._flip[self.word_of_position[origins]] - origins - length[edges]
+                scores = table[piece[edges]]
+            group = slice(head_bounds[t], head_bounds[t + 1])
+            values[head_ends[group]] = reduce.reduceat(values[origins] + scores, heads[group] - a)
+        return values
 
     def em_step(self):
-        scores = self._edge_scores()
-        # Forward, and backward: the same pass over the reversed text (positions mirrored within each
-        # word). NumPy releases the GIL in its loops, so the two run on two cores.
+        table = self._piece_scores()
+        # Forward, and backward: the same pass over the mirrored text. NumPy releases the GIL in its
+        # loops, so the two run on two cores.
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            forward = pool.submit(self._passes, self._forward, scores, np.logaddexp)
-            beta_mirrored, _ = self._passes(self._backward, scores, np.logaddexp)
-            alpha, _ = forward.result()
-        beta = beta_mirrored[self._mirrored]
+            forward = pool.submit(self._passes, self._forward, table, np.logaddexp)
+            beta_mirrored = self._passes(self._backward, table, np.logaddexp)
+            alpha = forward.result()
         corpus = self.corpus
         total = alpha[corpus.ends]
-        posterior = np.empty(len(scores))
-        for a in range(0, len(scores), _CHUNK):  # in parts: each step's temporaries are an edge array each
+        start, length, piece = self._edges
+        # Expected counts, in parts: each part's temporaries are an edge array each. Unknown edges
+        # count in a bin past the pieces'.
+        expected = np.zeros(len(self.pieces) + 1)
+        for a in range(0, len(start), _CHUNK):
             b = a + _CHUNK
-            start = self._start[a:b]
-            word = self.word_of_position[start]
-            part = np.exp(alpha[start] + scores[a:b] + beta[self._end[a:b]] - total[word], out=posterior[a:b])
-            part *= corpus.counts[word]
-        # Unknown edges count in a bin past the pieces'.
-        bins = np.where(self._piece >= 0, self._piece, len(self.pieces))
-        expected = np.bincount(bins, weights=posterior, minlength=len(self.pieces) + 1)[:-1]
+            edge_start, edge_piece = start[a:b], piece[a:b]
+            word = self.word_of_position[edge_start]
+            beta = beta_mirrored[self._flip[word] - (edge_start + length[a:b])]
+            posterior = np.exp(alpha[edge_start] + table[edge_piece] + beta - total[word])
+            posterior *= corpus.counts[word]
+            expected += np.bincount(np.where(edge_piece < 0, len(self.pieces), edge_piece), posterior, len(expected))
+        expected = expected[:-1]
         # M-step: digamma(count) - digamma(total), dropping pieces expected less than half a time.
         self.alive &= expected >= 0.5
         kept = expected[self.alive]
@@ -257,21 +274,24 @@ class _Model:
     def _viterbi_counts(self):
         """How often each piece is on the best paths of the corpus, unknown characters counted as
         piece 0 (see the module's docstring)."""
-        scores = self._edge_scores()
-        plan = self._forward
-        best, scores = self._passes(plan, scores, np.maximum)
-        order, start, end = plan[0], plan[4], plan[5]
-        piece = np.maximum(self._piece[order], 0)
-        # The incoming edge of each position on its best path: an edge achieving the position's best.
-        achieving = np.nonzero(best[start] + scores == best[end])[0]
+        table = self._piece_scores()
+        best = self._passes(self._forward, table, np.maximum)
+        start, length, piece = self._edges
+        # The incoming edge of each position on its best path: the first edge (in the forward order)
+        # achieving the position's best. Parts from the last, each backwards: the first write lasts.
         incoming = np.full(len(best), -1, np.int64)
-        incoming[end[achieving[::-1]]] = achieving[::-1]  # the first such edge wins
+        for a in reversed(range(0, len(start), _CHUNK)):
+            b = a + _CHUNK
+            edge_start = start[a:b]
+            end = edge_start + length[a:b]
+            achieving = np.flatnonzero(best[edge_start] + table[piece[a:b]] == best[end])[::-1]
+            incoming[end[achieving]] = a + achieving
         on_paths, weights = [], []
         position = self.corpus.ends.copy()
         word = np.arange(len(position))
         while len(position):
             edge = incoming[position]
-            on_paths.append(piece[edge])
+            on_paths.append(np.maximum(piece[edge], 0))
             weights.append(self.corpus.counts[word])
             position = start[edge]
             more = position > self.corpus.starts[word]
@@ -374,6 +394,14 @@ class _Model:
                 break
             final.setdefault(piece, score)
         return sorted(final.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+
+
+def _kept_then(values, keep, kept, rest, more):
+    """The `kept` values where `keep`, then `more` values `rest`, in one new array (no temporary)."""
+    out = np.empty(kept + more, values.dtype)
+    np.compress(keep, values, out=out[:kept])
+    out[kept:] = rest
+    return out
 
 
 def _digamma(x):

@@ -25,13 +25,14 @@ class Corpus:
         self.starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
         self.ends = self.starts + lengths
         text = "\x00".join(words) + "\x00"
-        self.chars = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int64)
+        self.chars = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int32)
         self.chars[self.ends] = -1
-        self.weights = np.repeat(counts, lengths + 1)  # the count of the word each position belongs to
+        # Positions, edges and pieces are counted in this type: int32, unless the text is longer.
+        self.index_type = np.int32 if len(self.chars) < 2**31 - 1 else np.int64
         # Required characters: the most frequent, until they cover `character_coverage` of the text.
         inside = self.chars >= 0
         codes, inverse = np.unique(self.chars[inside], return_inverse=True)
-        char_counts = np.bincount(inverse, weights=self.weights[inside])
+        char_counts = np.bincount(inverse, weights=self.weights()[inside])
         order = sorted(range(len(codes)), key=lambda i: (-char_counts[i], codes[i]))
         total, covered, required = char_counts.sum(), 0.0, []
         for i in order:
@@ -47,18 +48,24 @@ class Corpus:
         self.known[np.nonzero(inside)[0]] = known[inverse]
         self.max_length = int(lengths.max())
 
+    def weights(self):
+        """The count of the word each position belongs to (float64, made when asked: as large as the text)."""
+        return np.repeat(self.counts, self.ends - self.starts + 1)
+
     def seeds(self, max_piece_length, seed_size, split_by_script, min_frequency=1):
         """Seed pieces and their initial log-probabilities; also records, per length, the piece (or -1)
         that each window of the text is, for the lattices. Substrings occurring fewer than
         `min_frequency` times are no seeds."""
         chars, n = self.chars, len(self.chars)
+        weights = self.weights()
         bad = ~self.known  # separators and unknown characters
         space = chars == ord(SPACE_SYMBOL)
         scripts = _scripts(chars) if split_by_script else np.zeros(n, np.int64)
-        changes = np.concatenate([[0], (scripts[1:] != scripts[:-1]).astype(np.int64)])
-        bad_sum = np.concatenate([[0], np.cumsum(bad)])
-        space_sum = np.concatenate([[0], np.cumsum(space)])
-        change_sum = np.concatenate([[0], np.cumsum(changes)])
+        index = self.index_type
+        changes = np.concatenate([[False], scripts[1:] != scripts[:-1]])
+        del scripts
+        bad_sum, space_sum, change_sum = (np.cumsum(np.append(False, x), dtype=index) for x in (bad, space, changes))
+        del changes
         # The character after each position, as in SentencePiece's whole lines: unknown characters are
         # all one character, and a word's end is followed by the next word's "▁" or by the end of its
         # line (-3), or by both (`both`) if the word occurs in both places.
@@ -69,21 +76,19 @@ class Corpus:
         scores, lengths, keys = [], [], []  # of each frequent substring, by its window key
         windows = {}  # length -> (window positions, their key ids, the distinct keys)
         for length in range(2, min(max_piece_length, self.max_length) + 1):
-            first = np.arange(n - length + 1)
+            first = np.arange(n - length + 1, dtype=index)
             last = first + length
             valid = (bad_sum[last] - bad_sum[first] == 0) & (space_sum[last] - space_sum[first + 1] == 0)
             # A script change is allowed only right after a leading "▁".
-            after = first + 1 + space[first].astype(np.int64)
+            after = first + 1 + space[: len(first)]
             valid &= change_sum[last] - change_sum[np.minimum(after, last)] == 0
             positions = np.nonzero(valid)[0]
             if not len(positions):
                 continue
             window_chars = np.lib.stride_tricks.sliding_window_view(chars, length)[positions]
-            window_keys = (
-                np.ascontiguousarray(window_chars.astype(np.int32)).view(np.dtype((np.void, 4 * length))).ravel()
-            )
+            window_keys = np.ascontiguousarray(window_chars, np.int32).view(np.dtype((np.void, 4 * length))).ravel()
             unique, inverse = np.unique(window_keys, return_inverse=True)
-            frequency = np.bincount(inverse, weights=self.weights[positions])
+            frequency = np.bincount(inverse, weights=weights[positions])
             # Seeds are the nodes of SentencePiece's suffix array: substrings followed by two different
             # characters somewhere (so occurring at least twice).
             after = follow[positions + length]
@@ -96,7 +101,7 @@ class Corpus:
             candidate = np.full(len(unique), -1, np.int64)
             candidate[frequent] = np.arange(len(frequent))
             keep = np.nonzero(candidate[inverse] >= 0)[0]
-            windows[length] = (positions[keep], candidate[inverse[keep]], unique[frequent])
+            windows[length] = (positions[keep].astype(index), candidate[inverse[keep]].astype(index), unique[frequent])
             scores.append(frequency[frequent] * length)
             lengths.append(np.full(len(frequent), length))
             keys.append(np.arange(len(frequent)))
@@ -115,21 +120,24 @@ class Corpus:
             frequencies += scores[selected].tolist()  # frequency x length, as SentencePiece's seeds
             piece = piece_of_key[inverse]
             hit = np.nonzero(piece >= 0)[0]
-            self._piece_of_window[length] = (positions[hit], piece[hit])  # the windows that are seeds
+            # The windows that are seeds.
+            self._piece_of_window[length] = (positions[hit], piece[hit].astype(index))
         frequencies = np.array(frequencies)
         return pieces, np.log(frequencies) - np.log(frequencies.sum())
 
     def edges(self, pieces):
-        """All (start, length, piece) of the text's windows that are pieces, lengths 1 and up."""
+        """All (start, length, piece) of the text's windows that are pieces, lengths 1 and up, in that order
+        (then by start); lengths in the smallest unsigned type that holds them."""
+        length_type = np.min_scalar_type(max(self._piece_of_window, default=1))
         single = self._single_pieces({piece: i for i, piece in enumerate(pieces) if len(piece) == 1})
-        starts, lengths, ids = [np.nonzero(single >= 0)[0]], [], []
-        lengths.append(np.ones(len(starts[0]), np.int64))
-        ids.append(single[starts[0]])
+        starts = [np.nonzero(single >= 0)[0].astype(self.index_type)]
+        ids = [single[starts[0]].astype(self.index_type)]
+        del single
+        lengths = [np.ones(len(starts[0]), length_type)]
         for length, (positions, piece) in self._piece_of_window.items():
-            hit = piece >= 0
-            starts.append(positions[hit])
-            lengths.append(np.full(int(hit.sum()), length, np.int64))
-            ids.append(piece[hit])
+            starts.append(positions)
+            lengths.append(np.full(len(positions), length, length_type))
+            ids.append(piece)
         return np.concatenate(starts), np.concatenate(lengths), np.concatenate(ids)
 
     def _single_pieces(self, index):
