@@ -41,7 +41,7 @@ def test_em_step_equals_brute_force_expectation():
     model = learning._Model(corpus, pieces, scores)
     # Replace the seed-derived edges with every occurrence of every piece.
     starts, lengths, ids = [], [], []
-    for w, word in enumerate(corpus.words):
+    for w, word in enumerate(counts):
         for i in range(len(word)):
             for j, piece in enumerate(pieces):
                 if word.startswith(piece, i):
@@ -49,7 +49,7 @@ def test_em_step_equals_brute_force_expectation():
                     lengths.append(len(piece))
                     ids.append(j)
     starts, lengths, ids = (np.array(x, np.int64) for x in (starts, lengths, ids))
-    model._edges = (starts, lengths, ids)  # (start, length, piece) of each edge, in any order
+    model._edges = (starts, lengths, ids)  # (start, length, piece), any order; one-character ones: the corpus's
     expected = np.zeros(len(pieces))
     score_of = dict(zip(pieces, scores))
     for word, count in counts.items():

@@ -244,6 +244,7 @@ def train_unigram(
             split_by_script=split_by_script,
             min_frequency=min_frequency,
             progress=lambda alive, desired: bar.update(alive),
+            take_counts=True,  # made by `_counts`: no one else holds them
         )
     normalizer = unigram_vocabulary.normalizer(normalization, add_dummy_prefix, remove_extra_whitespaces)
     meta = [(piece, 0.0) for piece in unigram_vocabulary.META_PIECES]

@@ -35,6 +35,7 @@ SentencePiece's unigram trainer, so that the result is a drop-in vocabulary:
 """
 
 import concurrent.futures
+import ctypes
 import warnings
 
 import numpy as np
@@ -45,8 +46,8 @@ from tfsubword.train.unigram_corpus import Corpus, training_words
 _UNKNOWN_PENALTY = 10.0
 # The lattice is made again when fewer than this share of its edges are alive.
 _KEPT_EDGES = 0.75
-# Edges per part of the EM step's expectations.
-_CHUNK = 1 << 22
+# Edges per part of the EM step's expectations and of the Viterbi counts.
+_CHUNK = 1 << 20
 
 
 def learn_unigram(
@@ -61,17 +62,22 @@ def learn_unigram(
     split_by_script=True,
     min_frequency=1,
     progress=None,
+    take_counts=False,
 ):
     """`word -> count` -> `[(piece, log_probability)]`, best first, `vocab_size - 3` pieces (the three
     meta pieces `<unk>`, `<s>`, `</s>` are the caller's). Fewer, with a warning, when the corpus lacks
-    pieces."""
+    pieces. With `take_counts`, `word_counts` is emptied once read: a mapping the caller no longer
+    needs gives its memory back before the lattice takes its own."""
     words, counts, line_ends = training_words(word_counts)
+    if take_counts:
+        word_counts.clear()
     if not words:
         raise ValueError("The word counts are empty: there is nothing to learn from.")
     wanted = vocab_size - len(META_PIECES)
     if wanted < 1:
         raise ValueError(f"`vocab_size` must be more than {len(META_PIECES)} (the meta pieces). Received {vocab_size}.")
     corpus = Corpus(words, counts, character_coverage, line_ends)
+    del words  # the corpus holds them as code points
     if len(corpus.required) > wanted:
         # Every covered character stays a piece (as SentencePiece refuses this too): pruning could never end.
         raise ValueError(
@@ -79,7 +85,9 @@ def learn_unigram(
             f"{len(corpus.required)} characters within `character_coverage` plus the meta pieces). "
             f"Received: vocab_size={vocab_size}."
         )
+    _release_freed_memory()  # what counting the words freed
     pieces, scores = corpus.seeds(max_piece_length, seed_size, split_by_script, min_frequency)
+    _release_freed_memory()
     model = _Model(corpus, pieces, scores)
     desired = int(vocab_size * 1.1)
     rounds = 0
@@ -120,23 +128,28 @@ class _Model:
         self.scores = np.asarray(scores, np.float64)
         self.alive = np.ones(len(pieces), bool)
         index = corpus.index_type
-        start, length, piece = corpus.edges(pieces)
         self.piece_length = np.array([len(p) for p in pieces], np.int64)
-        # One occurrence of each piece, where its own lattice is read from the corpus's: its first (a
-        # piece's edges are in text order, and the last of repeated assignments holds).
+        # The one-character piece at each position, or -1: the first lattice's one-character edges.
+        self._single = corpus.single_pieces(pieces)
+        # One occurrence of each piece, where its own lattice is read from the corpus's: its first (the
+        # windows are in text order, and the last of repeated assignments holds).
         self.occurrence = np.full(len(pieces), -1, np.int64)
-        self.occurrence[piece[::-1]] = start[::-1]
-        single = np.flatnonzero(length == 1)
-        self._single = np.full(len(corpus.chars), -1, index)
-        self._single[start[single]] = piece[single]
-        del single
+        singles = np.flatnonzero(self._single >= 0)
+        for positions, piece in [(singles, self._single[singles]), *corpus._piece_of_window.values()]:
+            self.occurrence[piece[::-1]] = positions[::-1]
+        del singles
         separator = corpus.chars < 0
         self.word_of_position = np.cumsum(separator, dtype=index) - separator  # a separator ends its word
+        # Edges are counted in int32 too, unless the first lattice (the largest) could hold more.
+        most = len(corpus.chars) + sum(len(positions) for positions, _ in corpus._piece_of_window.values())
+        self._edge_index = np.int32 if most < 2**31 - 1 - _CHUNK else np.int64
         # Position p of word w is position flip[w] - p of the mirrored text.
         self._flip = (corpus.starts + corpus.ends).astype(index)
-        self._edges = (start, length, piece)  # in the corpus's order until the lattice is made
+        # (start, length, piece) of the edges of more than one character the next lattice is made
+        # from, in any order; None: the corpus's windows.
+        self._edges = None
         self._covering = None  # the one-character pieces of the lattice; None: no lattice yet
-        self._forward = self._backward = None
+        self._forward = self._backward = self._by_start = None
 
     def alive_pieces(self):
         return np.nonzero(self.alive)[0]
@@ -146,24 +159,42 @@ class _Model:
         where no alive one-character piece starts; and each pass's plan. Made again only when a
         one-character piece of the lattice is dropped (unknown edges change) or when a quarter of its
         edges are dropped: a dropped piece's edges score -inf, which leaves every sum and maximum as
-        it was."""
+        it was. Each length's edges are placed straight into the new lattice, one length at a time."""
         corpus, index = self.corpus, self.corpus.index_type
-        start, length, piece = self._edges
-        self._edges = self._forward = self._backward = None  # the old lattice and plans go first
-        keep = np.append(self.alive, False)[piece]  # unknown edges (-1) are made again
-        single = keep & (length == 1)
-        self._covering = np.unique(piece[single])
-        covered = np.zeros(len(corpus.chars), bool)
-        covered[start[single]] = True
-        del single
-        unknown = np.flatnonzero(~covered & (corpus.chars >= 0)).astype(index)
-        del covered
-        kept = int(np.count_nonzero(keep))
-        start, length, piece = (
-            _kept_then(values, keep, kept, rest, len(unknown))
-            for values, rest in ((start, unknown), (length, 1), (piece, -1))
-        )
-        del keep, unknown
+        source = self._edges
+        self._edges = self._forward = self._backward = self._by_start = None  # the old plans go first
+        alive = np.append(self.alive, False)  # piece -1 (none, or unknown) reads False
+        self._covering = np.flatnonzero(self.alive & (self.piece_length == 1))
+        if source is None:
+            longer = sorted(corpus._piece_of_window)
+        else:
+            longer = [each for each in np.flatnonzero(np.bincount(source[1])).tolist() if each > 1]
+
+        def parts(each):
+            """The lattice's edges of `each` characters (unknown ones too), as (starts, pieces) in parts."""
+            if each == 1 and source is None:  # every character: its piece, or unknown
+                for a in range(0, len(corpus.chars), _CHUNK):
+                    starts = (a + np.flatnonzero(corpus.chars[a : a + _CHUNK] >= 0)).astype(index)
+                    pieces = self._single[starts]
+                    yield starts, np.where(alive[pieces], pieces, -1).astype(index)
+            elif each == 1:  # the old lattice's: a dropped piece's edge becomes unknown
+                for a in range(0, len(source[0]), _CHUNK):
+                    members = a + np.flatnonzero(source[1][a : a + _CHUNK] == 1)
+                    pieces = source[2][members]
+                    yield source[0][members], np.where(alive[pieces], pieces, -1).astype(index)
+            elif source is None:
+                all_starts, all_pieces = corpus._piece_of_window[each]
+                for a in range(0, len(all_starts), _CHUNK):
+                    starts, pieces = all_starts[a : a + _CHUNK], all_pieces[a : a + _CHUNK]
+                    keep = alive[pieces]
+                    yield starts[keep], pieces[keep]
+            else:
+                for a in range(0, len(source[0]), _CHUNK):
+                    members = a + np.flatnonzero(source[1][a : a + _CHUNK] == each)
+                    pieces = source[2][members]
+                    keep = alive[pieces]
+                    yield source[0][members[keep]], pieces[keep]
+
         # Each position's place in its word, and its rank among positions ordered by place, then position.
         size = len(corpus.chars) + 1
         relative = np.arange(size, dtype=index)
@@ -171,46 +202,69 @@ class _Model:
         relative[-1] = 0
         rank = np.empty(size, index)
         rank[np.argsort(relative, kind="stable")] = np.arange(size, dtype=index)
+        # The first rank of each place in a word (its positions' ranks follow).
+        place_ranks = np.cumsum(np.append(0, np.bincount(relative, minlength=corpus.max_length + 1)))
+        del relative
 
-        order = self._pass_order(rank[start + length], length)
-        start = start[order]  # one at a time: each array's old order is freed before the next is made
-        length = length[order]
-        piece = piece[order]
-        del order
+        lengths = [1, *longer]
+        offsets = self._offsets([rank[starts + each] for starts, _ in parts(each)] for each in lengths)
+        total = int(offsets[-1])
+        forward = self._plan(offsets, place_ranks)
+        start = np.empty(total, index)
+        length = np.empty(total, np.min_scalar_type(max(lengths)))
+        piece = np.empty(total, index)
+        for each in lengths:  # edges ending at one position go in order of length
+            for starts, pieces in parts(each):
+                keys = rank[starts + each]
+                slots = offsets[keys]
+                start[slots], length[slots], piece[slots] = starts, each, pieces
+                offsets[keys] += 1
+            if source is None and each > 1:  # the lattice holds them now (and pruning reads them there)
+                del corpus._piece_of_window[each]
+        del starts, pieces, keys, slots, offsets
+        source = self._single = None  # the old lattice goes
         self._edges = (start, length, piece)
-        self._forward = (None, *self._plan(start + length, relative))
+        self._forward = (None, *forward)
+
         # The backward pass: edge [s, e) of word w is [flip - e, flip - s) in the mirrored text.
-        flip = self._flip[self.word_of_position[start]]
-        keys = rank[flip - start]
-        del flip, rank
-        order = self._pass_order(keys, length)
-        del keys
-        ordered_start = start[order]
-        mirror_end = self._flip[self.word_of_position[ordered_start]] - ordered_start
-        del ordered_start
-        self._backward = (order, *self._plan(mirror_end, relative))
+        def mirror_parts(each):
+            """The lattice's edges of `each` characters, as (edges, their keys in the backward order) in parts."""
+            for a in range(0, total, _CHUNK):
+                members = a + np.flatnonzero(length[a : a + _CHUNK] == each)
+                starts = start[members]
+                yield members, rank[self._flip[self.word_of_position[starts]] - starts]
 
-    def _pass_order(self, keys, length):
-        """The order of a pass: edges by `keys` (the rank of their end among the positions), edges with
-        one key by length (no two edges of one length end at one position)."""
-        index = self.corpus.index_type
-        sizes = np.bincount(keys, minlength=len(self.corpus.chars) + 1)
-        offsets = (np.cumsum(sizes) - sizes).astype(index)
-        del sizes
-        order = np.empty(len(keys), index)
-        for each in np.flatnonzero(np.bincount(length)).tolist():
-            members = np.flatnonzero(length == each).astype(index)
-            ranks = keys[members]
-            order[offsets[ranks]] = members
-            offsets[ranks] += 1
-        return order
+        offsets = self._offsets([keys for _, keys in mirror_parts(each)] for each in lengths)
+        backward = self._plan(offsets, place_ranks)
+        order = np.empty(total, self._edge_index)
+        for each in lengths:
+            for members, keys in mirror_parts(each):
+                order[offsets[keys]] = members
+                offsets[keys] += 1
+        del members, keys
+        # Each start's edges (in order of length) end at `offsets[rank of its mirror]`, where the
+        # previous rank's end, and start at the previous rank's.
+        self._by_start = (rank, offsets)
+        self._backward = (order, *backward)
+        _release_freed_memory()
 
-    def _plan(self, end, relative):
-        """A pass's plan from its edges' ends in its order: the bounds of each place in a word, the
-        first edge of each end, their bounds by place, and their ends."""
-        bounds = np.searchsorted(relative[end], np.arange(self.corpus.max_length + 2))
-        heads = np.flatnonzero(np.diff(end, prepend=-1)).astype(self.corpus.index_type)
-        return bounds, heads, np.searchsorted(heads, bounds), end[heads]
+    def _offsets(self, classes):
+        """Where each key's edges start in a pass's order, from the keys (ranks of ends) of each class of
+        edges, in parts; its last element, past the last key's, is the number of edges."""
+        sizes = np.zeros(len(self.corpus.chars) + 2, self._edge_index)
+        for parts in classes:
+            keys = np.concatenate(parts)
+            sizes[1:] += np.bincount(keys, minlength=len(sizes) - 1)
+            del keys
+        return np.cumsum(sizes, out=sizes)
+
+    @staticmethod
+    def _plan(offsets, place_ranks):
+        """A pass's plan from its `_offsets` (before edges are placed): the bounds of each place in a
+        word (`place_ranks`: its first rank), the first edge of each end, and their bounds by place."""
+        heads = offsets[:-1][np.diff(offsets) > 0]
+        bounds = offsets[place_ranks]
+        return bounds, heads, np.searchsorted(heads, bounds)
 
     def _piece_scores(self):
         """(Makes the lattice first if pieces were dropped since.) The score of each piece on an edge,
@@ -224,23 +278,28 @@ class _Model:
     def _passes(self, plan, table, reduce):
         """Values at every position (word starts 0) with `reduce` over incoming edges, by the pass
         `plan`, edges scored by their piece's entry in `table`."""
-        order, bounds, heads, head_bounds, head_ends = plan
+        order, bounds, heads, head_bounds = plan
         start, length, piece = self._edges
         values = np.full(len(self.corpus.chars) + 1, -np.inf)
         values[self.corpus.starts] = 0.0
         for t in range(1, self.corpus.max_length + 1):
-            a, b = bounds[t], bounds[t + 1]
-            if a == b:
-                continue
-            if order is None:
-                origins, scores = start[a:b], table[piece[a:b]]
-            else:  # the mirrored start of each edge: the mirror of its end
-                edges = order[a:b]
-                origins = start[edges]
-                origins = self._flip[self.word_of_position[origins]] - origins - length[edges]
-                scores = table[piece[edges]]
-            group = slice(head_bounds[t], head_bounds[t + 1])
-            values[head_ends[group]] = reduce.reduceat(values[origins] + scores, heads[group] - a)
+            first, last = head_bounds[t], head_bounds[t + 1]
+            while first < last:  # a place's edges in parts of some _CHUNK edges, each holding whole ends
+                cut = min(last, max(first + 1, int(np.searchsorted(heads, heads[first] + _CHUNK))))
+                a, b = heads[first], heads[cut] if cut < last else bounds[t + 1]
+                firsts = heads[first:cut]  # the first edge of each end
+                first = cut
+                if order is None:
+                    origins, scores = start[a:b], table[piece[a:b]]
+                    ends = start[firsts] + length[firsts]
+                else:  # the mirrored text: an edge ends at the mirror of its start
+                    edges = order[a:b]
+                    origins = start[edges]
+                    ends = self._flip[self.word_of_position[origins]] - origins
+                    origins = ends - length[edges]
+                    scores = table[piece[edges]]
+                    ends = ends[firsts - a]
+                values[ends] = reduce.reduceat(values[origins] + scores, firsts - a)
         return values
 
     def em_step(self):
@@ -279,7 +338,7 @@ class _Model:
         start, length, piece = self._edges
         # The incoming edge of each position on its best path: the first edge (in the forward order)
         # achieving the position's best. Parts from the last, each backwards: the first write lasts.
-        incoming = np.full(len(best), -1, np.int64)
+        incoming = np.full(len(best), -1, self._edge_index)
         for a in reversed(range(0, len(start), _CHUNK)):
             b = a + _CHUNK
             edge_start = start[a:b]
@@ -302,12 +361,15 @@ class _Model:
     def _piece_at(self, positions, length):
         """The alive piece of `length` characters starting at each of `positions`, and its score on a
         path (-inf where there is none; an unknown character scores like SentencePiece's `<unk>`)."""
-        if length == 1:
-            piece = self._single[positions]
-        else:
-            starts, pieces = self.corpus._piece_of_window.get(length, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-            slot = np.minimum(np.searchsorted(starts, positions), max(len(starts) - 1, 0))
-            piece = np.where((len(starts) > 0) & (starts[slot] == positions), pieces[slot] if len(starts) else -1, -1)
+        rank, ends = self._by_start
+        order, (_, lengths, pieces) = self._backward[0], self._edges
+        key = rank[self._flip[self.word_of_position[positions]] - positions]
+        first, limit = np.where(key > 0, ends[np.maximum(key - 1, 0)], 0), ends[key]
+        piece = np.full(len(positions), -1, np.int64)
+        for slot in range(length):  # its start's edges have distinct lengths, shortest first
+            edge = order[np.minimum(first + slot, len(order) - 1)]
+            found = (first + slot < limit) & (lengths[edge] == length)
+            piece = np.where(found, pieces[edge], piece)
         alive = (piece >= 0) & self.alive[np.maximum(piece, 0)]
         score = np.where(alive, self.scores[np.maximum(piece, 0)], -np.inf)
         if length == 1:
@@ -396,12 +458,14 @@ class _Model:
         return sorted(final.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
-def _kept_then(values, keep, kept, rest, more):
-    """The `kept` values where `keep`, then `more` values `rest`, in one new array (no temporary)."""
-    out = np.empty(kept + more, values.dtype)
-    np.compress(keep, values, out=out[:kept])
-    out[kept:] = rest
-    return out
+def _release_freed_memory():
+    """Hand the memory that NumPy freed back to the system. glibc keeps freed heap pages for reuse, but
+    a phase's many mid-sized arrays leave them in pieces too small for the next phase's: on the 45.6 MB
+    corpus the peak was 0.35 GB higher without this. Elsewhere than glibc, nothing."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError, TypeError):
+        pass
 
 
 def _digamma(x):

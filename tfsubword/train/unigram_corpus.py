@@ -19,7 +19,7 @@ class Corpus:
     `line_ends[w]` of word w's `counts[w]` occurrences end a line (none if not given)."""
 
     def __init__(self, words, counts, character_coverage, line_ends=None):
-        self.words, self.counts = words, counts
+        self.counts = counts
         self.line_ends = np.zeros(len(words)) if line_ends is None else line_ends
         lengths = np.array([len(word) for word in words], np.int64)
         self.starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
@@ -125,20 +125,10 @@ class Corpus:
         frequencies = np.array(frequencies)
         return pieces, np.log(frequencies) - np.log(frequencies.sum())
 
-    def edges(self, pieces):
-        """All (start, length, piece) of the text's windows that are pieces, lengths 1 and up, in that order
-        (then by start); lengths in the smallest unsigned type that holds them."""
-        length_type = np.min_scalar_type(max(self._piece_of_window, default=1))
+    def single_pieces(self, pieces):
+        """The one-character piece (its index in `pieces`) at each position of the text, or -1."""
         single = self._single_pieces({piece: i for i, piece in enumerate(pieces) if len(piece) == 1})
-        starts = [np.nonzero(single >= 0)[0].astype(self.index_type)]
-        ids = [single[starts[0]].astype(self.index_type)]
-        del single
-        lengths = [np.ones(len(starts[0]), length_type)]
-        for length, (positions, piece) in self._piece_of_window.items():
-            starts.append(positions)
-            lengths.append(np.full(len(positions), length, length_type))
-            ids.append(piece)
-        return np.concatenate(starts), np.concatenate(lengths), np.concatenate(ids)
+        return single.astype(self.index_type)
 
     def _single_pieces(self, index):
         codes = np.array([ord(c) for c in index], np.int64)
