@@ -145,8 +145,8 @@ class _Model:
         self._edge_index = np.int32 if most < 2**31 - 1 - _CHUNK else np.int64
         # Position p of word w is position flip[w] - p of the mirrored text.
         self._flip = (corpus.starts + corpus.ends).astype(index)
-        # (start, length, piece) of the edges of more than one character the next lattice is made
-        # from, in any order; None: the corpus's windows.
+        # (start, length, piece) of the edges the next lattice is made from (the lattice's, once made),
+        # in any order; None: the corpus's windows.
         self._edges = None
         self._covering = None  # the one-character pieces of the lattice; None: no lattice yet
         self._forward = self._backward = self._by_start = None
@@ -242,8 +242,9 @@ class _Model:
                 order[offsets[keys]] = members
                 offsets[keys] += 1
         del members, keys
-        # Each start's edges (in order of length) end at `offsets[rank of its mirror]`, where the
-        # previous rank's end, and start at the previous rank's.
+        # Pruning reads each start's edges (shortest first) in the backward order: from offsets[k - 1]
+        # (0 for k = 0) to offsets[k], k the rank of the start's mirror (placing them moved each
+        # offset to its rank's end).
         self._by_start = (rank, offsets)
         self._backward = (order, *backward)
         _release_freed_memory()
