@@ -67,6 +67,38 @@ def test_em_step_equals_brute_force_expectation():
     assert np.allclose(model.scores[kept], want[kept], rtol=0, atol=1e-9)
 
 
+def test_pruning_reads_each_alive_piece_where_the_text_holds_it():
+    """`_piece_at` reads the lattice's backward order; the answer is the alive piece equal to the text."""
+    counts = {"▁abab": 3, "▁ab": 2, "▁ba": 1, "▁abba": 2, "▁bab": 2, "▁aab": 1}
+    corpus = Corpus(list(counts), np.array(list(counts.values()), float), character_coverage=1.0)
+    pieces, scores = corpus.seeds(4, 1000, split_by_script=True)
+    model = learning._Model(corpus, pieces, scores)
+    model.em_step()  # makes the lattice (and may drop pieces)
+    dropped = pieces.index("ab")
+    assert model.alive[dropped]
+    model.alive[dropped] = False  # dropped after the lattice was made: its edges are still in it
+    text = "".join(chr(c) if c >= 0 else "|" for c in corpus.chars)
+    for length in range(1, 5):
+        positions = [p for s, e in zip(corpus.starts, corpus.ends) for p in range(s, e - length + 1)]
+        found, score = model._piece_at(np.array(positions), length)
+        want = [pieces.index(text[p : p + length]) if text[p : p + length] in pieces else -1 for p in positions]
+        want = [piece if piece >= 0 and model.alive[piece] else -1 for piece in want]
+        assert found.tolist() == want, length
+        for piece, value in zip(want, score.tolist()):
+            expected = model.scores[piece] if piece >= 0 else (model._unknown_score() if length == 1 else -np.inf)
+            assert value == expected
+    assert dropped not in model._piece_at(np.array([corpus.starts[1] + 1]), 2)[0]
+
+
+def test_learning_empties_the_counts_only_when_told():
+    kept = {"▁abab": 3, "▁ab": 2, "▁ba": 2}
+    learning.learn_unigram(kept, 8, character_coverage=1.0)
+    assert kept == {"▁abab": 3, "▁ab": 2, "▁ba": 2}
+    taken = dict(kept)
+    assert learning.learn_unigram(taken, 8, character_coverage=1.0, take_counts=True)
+    assert taken == {}
+
+
 @functools.cache
 def trained(vocab_size=4000):
     path = shared_file("wikitext2-test.txt")
