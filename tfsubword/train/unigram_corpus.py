@@ -27,7 +27,7 @@ class Corpus:
         text = "\x00".join(words) + "\x00"
         self.chars = np.frombuffer(text.encode("utf-32-le"), np.uint32).astype(np.int32)
         self.chars[self.ends] = -1
-        # Positions, edges and pieces are counted in this type: int32, unless the text is longer.
+        # Positions and pieces are counted in this type: int32, unless the text is longer.
         self.index_type = np.int32 if len(self.chars) < 2**31 - 1 else np.int64
         # Required characters: the most frequent, until they cover `character_coverage` of the text.
         inside = self.chars >= 0
@@ -53,8 +53,8 @@ class Corpus:
         return np.repeat(self.counts, self.ends - self.starts + 1)
 
     def seeds(self, max_piece_length, seed_size, split_by_script, min_frequency=1):
-        """Seed pieces and their initial log-probabilities; also records, per length, the piece (or -1)
-        that each window of the text is, for the lattices. Substrings occurring fewer than
+        """Seed pieces and their initial log-probabilities; also records, per length, the windows of the
+        text that are seeds and their pieces, for the first lattice. Substrings occurring fewer than
         `min_frequency` times are no seeds."""
         chars, n = self.chars, len(self.chars)
         weights = self.weights()
