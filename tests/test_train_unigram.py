@@ -49,7 +49,7 @@ def test_em_step_equals_brute_force_expectation():
                     lengths.append(len(piece))
                     ids.append(j)
     starts, lengths, ids = (np.array(x, np.int64) for x in (starts, lengths, ids))
-    model._edges = (starts, lengths, ids)  # (start, length, piece), any order; one-character ones: the corpus's
+    model.lattice._edges = (starts, lengths, ids)  # (start, length, piece), any order; one-character ones: the corpus's
     expected = np.zeros(len(pieces))
     score_of = dict(zip(pieces, scores))
     for word, count in counts.items():
