@@ -1,6 +1,7 @@
 """Speed on the text people send: each layer against its anchors on real short lines in many scripts.
 
     python benchmarks/realtext.py [--layers wordpiece unigram bpe sentencepiece-bpe] [--batches 1 32 1024] [--rounds 5]
+                                  [--floors]
 
 Corpora: `realtext/` (short lines in Italian, Czech, Bulgarian, Polish and Portuguese; technical prose in
 Japanese and traditional Chinese), *Botchan*, the Japanese novel, and wikitext-2 valid (pre-tokenized:
@@ -25,6 +26,14 @@ iterator, each epoch of `model.fit`, instantiates the mapped function's graph). 
 runs only these.
 Latency tables give the time per call at batch 1 and 32, as a serving user sees it.
 
+`--floors` (WordPiece and Unigram) adds what the cheapest core-op pipelines doing part of the work
+cost, timed with the others, and the speed each would reach against the in-graph anchor: the ceiling
+of a layer built that way. A call that only measures its input; a split at spaces, its distinct words
+and one lookup each (the least a word-level tokenizer does: no normalization, no segmentation); and
+that plus the layer's own segmentation core on the distinct words (WordPiece: lowercased, the
+longest-token walk from every position of the words that are no token; Unigram: the best paths
+through every distinct word), without the rest of the layer (normalization, assembling the ids).
+
 Every system runs in this one process, interleaved round after round; medians over rounds.
 """
 
@@ -44,6 +53,8 @@ import tensorflow as tf  # noqa: E402
 from _data import shared_data  # noqa: E402
 
 import tfsubword  # noqa: E402
+import tfsubword.tables  # noqa: E402
+from tfsubword import graph_ops as ops  # noqa: E402
 
 DATA = shared_data()
 REAL = ["fortunes-it", "fortunes-cs", "fortunes-bg", "fortunes-pl", "fortunes-pt"]
@@ -80,7 +91,7 @@ def in_python(encode):
     return encode, None, None
 
 
-def wordpiece_systems(mix, directory):
+def wordpiece_systems(mix, directory, floors=False):
     import tensorflow_text as text_ops
     import tokenizers
 
@@ -95,14 +106,51 @@ def wordpiece_systems(mix, directory):
     hf = tokenizers.Tokenizer.from_file(str(DATA / "bert-base-uncased-tokenizer.json"))
     hf.no_truncation()
     hf.no_padding()
-    return {
-        OURS: in_graph(tfsubword.WordPieceLayer(str(vocabulary))),
+    layer = tfsubword.WordPieceLayer(str(vocabulary))
+    systems = {
+        OURS: in_graph(layer),
         "tf-text FastWordpiece": in_graph(fast_wordpiece),
         "HF tokenizers": in_python(lambda texts: hf.encode_batch(texts, add_special_tokens=False)),
     }
+    if not floors:
+        return systems
+    words = _distinct_words_floor(tokens)
+    segmenter = layer._segmenter
+
+    def walk(texts):
+        distinct, ids = words(tf.strings.lower(texts, encoding="utf-8"))
+        code_points, splits = ops.decode_utf8(ops.take(distinct, ops.indices_where(ids < 0)))
+        rows = ops.row_ids(splits)
+        bounds = tf.cast(splits, tf.int32)
+        starts, limits = ops.take(bounds, rows), ops.take(bounds[1:], rows)
+        roots = tf.where(tf.range(tf.size(code_points)) == starts, 0, segmenter._continuation_root)
+        return segmenter._trie.longest_matches(code_points, roots, limits)[0]
+
+    return systems | _floor_systems(words, walk, "lowercase, walk")
 
 
-def _sentencepiece_systems(mix, layer_class, **options):
+def _distinct_words_floor(tokens):
+    """Texts -> (their distinct space-separated words, the id of each in `tokens` or -1)."""
+    table = tfsubword.tables.hash_table(
+        [token.encode("utf-8") for token in tokens], range(len(tokens)), -1, tf.string, tf.int32
+    )
+
+    def words(texts):
+        distinct, _ = tf.unique(ops.split_strings(texts)[0])
+        return distinct, table.lookup(distinct)
+
+    return words
+
+
+def _floor_systems(words, segment, segmentation):
+    return {
+        "floor: call": in_graph(tf.strings.length),
+        "floor: words": in_graph(lambda texts: words(texts)[1]),
+        f"floor: words, {segmentation}": in_graph(segment),
+    }
+
+
+def _sentencepiece_systems(mix, layer_class, floors=False, **options):
     import sentencepiece as spm
     import tensorflow_text as text_ops
 
@@ -111,18 +159,32 @@ def _sentencepiece_systems(mix, layer_class, **options):
         sentence_iterator=iter(mix), model_writer=model, vocab_size=8000, minloglevel=2, **options
     )
     model = model.getvalue()
-    return {
-        OURS: in_graph(layer_class(model)),
+    layer = layer_class(model)
+    systems = {
+        OURS: in_graph(layer),
         "tf-text Sentencepiece": in_graph(text_ops.SentencepieceTokenizer(model).tokenize),
         "sentencepiece": in_python(spm.SentencePieceProcessor(model_proto=model).encode),
     }
+    if not floors:
+        return systems
+    processor = spm.SentencePieceProcessor(model_proto=model)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    words = _distinct_words_floor(pieces)
+
+    def paths(texts):
+        distinct, _ = words(texts)
+        return layer._segmenter.lattice.best_paths(*ops.decode_utf8(tf.strings.join(["\u2581", distinct])), tf.float32)[
+            "piece"
+        ]
+
+    return systems | _floor_systems(words, paths, "best paths")
 
 
-def unigram_systems(mix, directory):
-    return _sentencepiece_systems(mix, tfsubword.UnigramLayer, model_type="unigram")
+def unigram_systems(mix, directory, floors=False):
+    return _sentencepiece_systems(mix, tfsubword.UnigramLayer, floors, model_type="unigram")
 
 
-def sentencepiece_bpe_systems(mix, directory):
+def sentencepiece_bpe_systems(mix, directory, floors=False):
     """A SentencePiece BPE model with Llama-2's trainer settings."""
     return _sentencepiece_systems(
         mix,
@@ -136,7 +198,7 @@ def sentencepiece_bpe_systems(mix, directory):
     )
 
 
-def bpe_systems(mix, directory):
+def bpe_systems(mix, directory, floors=False):
     import keras_hub
     from tokenizers import ByteLevelBPETokenizer
 
@@ -241,7 +303,7 @@ def geometric_mean(values):
 def bench_layer(layer, texts, arguments):
     mix = [line for name in texts if name != BEST_CASE for line in texts[name]]
     with tempfile.TemporaryDirectory() as directory:
-        systems = SYSTEMS[layer](mix, directory)
+        systems = SYSTEMS[layer](mix, directory, arguments.floors)
         anchors = [name for name in systems if name != OURS]
         columns = [(f"b{batch}", batch) for batch in arguments.batches] + [("data 1", "data"), ("data 32", "data32")]
         if arguments.data_only:
@@ -288,6 +350,7 @@ def bench_layer(layer, texts, arguments):
     lowest = " | ".join(f"{min(ratios[key][c] for c in real if c in ratios[key]):.2f}x" for key in keys)
     print(f"| geometric mean, real text | {means} | |")
     print(f"| lowest, real text | {lowest} | |", flush=True)
+    _print_ceilings(layer, ratios, anchors, texts, columns, real)
     for title, table, unit in (
         ("latency per call, ms (batch 1: one line; batch 32: 32 lines)", latency, 1e3),
         ("tf.data: starting a pipeline (a fresh iterator's first element), ms", start_seconds, 1e3),
@@ -304,6 +367,26 @@ def bench_layer(layer, texts, arguments):
         print(f"| median, real text | {medians} |", flush=True)
 
 
+def _print_ceilings(layer, ratios, anchors, texts, columns, real):
+    """With `--floors`: each floor's speed over the in-graph anchor's, per batch column."""
+    floors = [name for name in anchors if name.startswith("floor")]
+    keys = [(column, floor) for column, batch in columns if isinstance(batch, int) for floor in floors]
+    if not keys:
+        return
+    anchor = anchors[0]
+    ceiling = {
+        key: {c: ratios[(key[0], anchor)][c] / ratios[key][c] for c in texts if c in ratios.get(key, {})}
+        for key in keys
+    }
+    print(f"\n### {layer}: floor speed / {anchor} speed (the ceiling of a layer built so)\n")
+    print("| corpus | " + " | ".join(f"{column}: {floor}" for column, floor in keys) + " |")
+    print("|---|" + "---:|" * len(keys))
+    for corpus in texts:
+        print(f"| {corpus} | " + " | ".join(f"{ceiling[key].get(corpus, float('nan')):.2f}x" for key in keys) + " |")
+    means = " | ".join(f"**{geometric_mean([ceiling[key][c] for c in real]):.2f}x**" for key in keys)
+    print(f"| geometric mean, real text | {means} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="+", choices=list(SYSTEMS), default=list(SYSTEMS))
@@ -314,6 +397,7 @@ def main():
     parser.add_argument("--batches-of-32", type=int, default=32, help="batches encoded at batch 32")
     parser.add_argument("--data-lines", type=int, default=1024, help="lines through each tf.data pipeline")
     parser.add_argument("--data-only", action="store_true", help="only the tf.data rows")
+    parser.add_argument("--floors", action="store_true", help="also the floors (WordPiece and Unigram)")
     arguments = parser.parse_args()
     texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
     print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
