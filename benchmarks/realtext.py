@@ -358,13 +358,12 @@ def bench_layer(layer, texts, arguments):
         keys = list(table)
         if not keys:
             continue
-        print(f"\n### {layer}: {title}\n")
-        print("| corpus | " + " | ".join(f"{column}: {name}" for column, name in keys) + " |")
-        print("|---|" + "---:|" * len(keys))
-        for corpus in texts:
-            print(f"| {corpus} | " + " | ".join(f"{table[key][corpus] * unit:.2f}" for key in keys) + " |")
-        medians = " | ".join(f"**{statistics.median([table[key][c] for c in real]) * unit:.2f}**" for key in keys)
-        print(f"| median, real text | {medians} |", flush=True)
+        _print_table(
+            f"{layer}: {title}",
+            keys,
+            {corpus: [f"{table[key][corpus] * unit:.2f}" for key in keys] for corpus in texts},
+            ("median", [f"{statistics.median([table[key][c] for c in real]) * unit:.2f}" for key in keys]),
+        )
 
 
 def _print_ceilings(layer, ratios, anchors, texts, columns, real):
@@ -378,13 +377,24 @@ def _print_ceilings(layer, ratios, anchors, texts, columns, real):
         key: {c: ratios[(key[0], anchor)][c] / ratios[key][c] for c in texts if c in ratios.get(key, {})}
         for key in keys
     }
-    print(f"\n### {layer}: floor speed / {anchor} speed (the ceiling of a layer built so)\n")
-    print("| corpus | " + " | ".join(f"{column}: {floor}" for column, floor in keys) + " |")
+    _print_table(
+        f"{layer}: floor speed / {anchor} speed (the ceiling of a layer built so)",
+        keys,
+        {corpus: [f"{ceiling[key].get(corpus, float('nan')):.2f}x" for key in keys] for corpus in texts},
+        ("geometric mean", [f"{geometric_mean([ceiling[key][c] for c in real]):.2f}x" for key in keys]),
+    )
+
+
+def _print_table(title, keys, rows, summary):
+    """A Markdown table: a column per `(column, system)` key, `rows` (corpus -> cells), then
+    `summary` (what it is, its cells in bold) over the real text."""
+    print(f"\n### {title}\n")
+    print("| corpus | " + " | ".join(f"{column}: {name}" for column, name in keys) + " |")
     print("|---|" + "---:|" * len(keys))
-    for corpus in texts:
-        print(f"| {corpus} | " + " | ".join(f"{ceiling[key].get(corpus, float('nan')):.2f}x" for key in keys) + " |")
-    means = " | ".join(f"**{geometric_mean([ceiling[key][c] for c in real]):.2f}x**" for key in keys)
-    print(f"| geometric mean, real text | {means} |", flush=True)
+    for corpus, cells in rows.items():
+        print(f"| {corpus} | " + " | ".join(cells) + " |")
+    label, cells = summary
+    print(f"| {label}, real text | " + " | ".join(f"**{cell}**" for cell in cells) + " |", flush=True)
 
 
 def main():
