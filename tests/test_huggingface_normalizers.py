@@ -65,6 +65,14 @@ def test_golden_values_by_hand():
     assert got == ["\u00e9x", "A", "\u1100\u1161", "\u304b\u309b", "plain", ""]
 
 
+def test_texts_made_only_of_joining_characters():
+    """No character in the batch but ones that join the one before (hypothesis found '🏻' crashing
+    a lookup of the last other character, of which there was none)."""
+    blob = normalization_rules.precompiled_charsmap("nmt_nfkc")
+    check(None, ["\U0001f3fb"], blob)
+    check(None, ["\u0301", "\u0301\u0308", "\u200d", "abc"], blob)
+
+
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_every_code_point_joins_a_cluster_as_in_hugging_face(where, request):
     step = 1 if request.config.getoption("--full") else 97

@@ -92,8 +92,8 @@ class GraphemeClusters(tf.Module):
         def last_before(mask):
             # For each position, the last position before it in its row where `mask` holds, else -1.
             found = ops.indices_where(mask)
-            k = ops.search_sorted(found, position, out_type=tf.int64) - 1
-            last = tf.where(k >= 0, ops.take(found, tf.maximum(k, 0)), -1)
+            k = ops.search_sorted(found, position, out_type=tf.int64)  # 0: none before (maybe none at all)
+            last = ops.take(tf.concat([[-1], found], axis=0), k)
             return tf.where(last >= row_start, last, -1)
 
         def at(values, positions, fill):
