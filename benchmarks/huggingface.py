@@ -33,6 +33,7 @@ import tensorflow as tf  # noqa: E402
 import tfsubword  # noqa: E402
 from tfsubword.layers.huggingface_models import HuggingFaceUnigram  # noqa: E402
 from tfsubword.text import normalization_rules  # noqa: E402
+from tfsubword.text.byte_level import from_byte_level  # noqa: E402
 
 LOADED, BARE, HF = "loaded", "bare", "HF tokenizers"
 
@@ -177,9 +178,11 @@ def systems(text):
     if loaded._words is not None:
         # Words cut by the pre-tokenizer: the bare layer takes a batch's words, flattened.
         pre_tokenize, normalize_text = reference.pre_tokenizer.pre_tokenize_str, normalize
+        # A `ByteLevel` step after the cuts writes each word in its alphabet: the bare layer takes text.
+        as_text = (lambda word: from_byte_level(word).decode("utf-8")) if bare.byte_level else (lambda word: word)
 
         def normalize(text):
-            return [word for word, _ in pre_tokenize(normalize_text(text) if normalize_text else text)]
+            return [as_text(word) for word, _ in pre_tokenize(normalize_text(text) if normalize_text else text)]
 
         def encode_words(texts):
             return encode_bare([w for t in texts for w in normalized.get(t) or normalized.setdefault(t, normalize(t))])
@@ -201,6 +204,20 @@ def systems(text):
     }
 
 
+def check_same_ids(found, text, lines):
+    """The bare layer must do the loaded layer's work: on each line, its ids are the loaded layer's
+    without the start and end ids (lines holding an added token, which only the loaded layer finds, aside)."""
+    unframed = tfsubword.from_huggingface(text, add_special_tokens=False)
+    added = [token["content"] for token in json.loads(text)["added_tokens"]]
+    for line in lines:
+        if any(token in line for token in added):
+            continue
+        bare = found[BARE][0]([line])
+        want = unframed(tf.constant([line])).flat_values.numpy().tolist()
+        if bare.flat_values.numpy().tolist() != want:
+            raise AssertionError(f"the bare layer's ids differ from the loaded layer's on {line!r}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 32, 1024])
@@ -218,6 +235,7 @@ def main():
         if arguments.families and family not in arguments.families:
             continue
         found = systems(text)
+        check_same_ids(found, text, [line for lines in texts.values() for line in lines[:20]])
         ratios = {}  # (batch, against) -> corpus -> loaded speed / other speed
         for corpus, lines in texts.items():
             for batch in arguments.batches:

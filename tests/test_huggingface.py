@@ -110,16 +110,21 @@ def family_json(family):
         tokenizer = implementations.ByteLevelBPETokenizer()
         tokenizer.train(training_files(), vocab_size=4000, special_tokens=["<|endoftext|>"], show_progress=False)
         return tokenizer._tokenizer.to_str()
-    if family == "clip":
+    if family in ("clip", "clip-joined-classes"):
         # CLIP's (Stable Diffusion's text encoder): NFC, runs of white space to one space, lowercase;
-        # the words of a regex, then bytes; `</w>` ends each word's last symbol.
+        # the words of a regex, then bytes; `</w>` ends each word's last symbol. With joined classes,
+        # GPT-2's regex (run by ByteLevel) cuts some of the regex's words again ("abc123").
         models, normalizers, pre = tokenizers.models, tokenizers.normalizers, tokenizers.pre_tokenizers
         bpe = models.BPE(continuing_subword_prefix="", end_of_word_suffix="</w>", unk_token="<|endoftext|>")
         tokenizer = tokenizers.Tokenizer(bpe)
         tokenizer.normalizer = normalizers.Sequence(
             [normalizers.NFC(), normalizers.Replace(tokenizers.Regex("\\s+"), " "), normalizers.Lowercase()]
         )
-        words = tokenizers.Regex("'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+")
+        words = tokenizers.Regex(
+            "'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+"
+            if family == "clip"
+            else "[\\p{L}\\p{N}]+|[^\\s\\p{L}\\p{N}]+"
+        )
         split = pre.Split(words, behavior="removed", invert=True)
         tokenizer.pre_tokenizer = pre.Sequence([split, pre.ByteLevel(add_prefix_space=False)])
         tokenizer.decoder = tokenizers.decoders.ByteLevel()
@@ -522,6 +527,24 @@ def test_the_rules_by_hand():
     assert got == [ids("<pad>")] * 4 + [ids("<s>"), ids("\u0120a"), ids("<mask>"), ids("</s>")]
 
 
+def test_words_that_the_byte_level_regex_cuts_again():
+    """CLIP's words pass whole through GPT-2's regex, and skip it; these do not ("abc123", "x'd")."""
+    texts = ["abc123 x1, it's 2x'd", "Ünïcode 42nd", "a\u3000b  c"]
+    _, encode = encoder("clip-joined-classes")
+    expected = [e.ids for e in reference("clip-joined-classes").encode_batch(texts)]
+    assert contract.as_lists(encode(tf.constant(texts))) == expected
+    words = [word for word, _ in reference("clip-joined-classes").pre_tokenizer.pre_tokenize_str("abc123")]
+    assert words == ["abc", "123"]  # the premise: cut again
+
+
+@pytest.mark.parametrize("family", ["clip", "bpe-whitespace"])
+def test_invalid_utf8_reads_as_replacement_characters_in_words(family):
+    """After a normalizer that decodes the text (CLIP's) or none (the words' own check)."""
+    _, encode = encoder(family)
+    got = contract.as_lists(encode(tf.constant([b"ab\xff\xfe c\xe2\x82", b"\xc3"])))
+    assert got == [e.ids for e in reference(family).encode_batch(["ab\ufffd\ufffd c\ufffd", "\ufffd"])]
+
+
 def test_added_tokens_after_invalid_utf8_are_found():
     """Invalid UTF-8 reads as U+FFFD (which BERT's cleaning deletes) and does not hide a token."""
     layer, encode = encoder("bert-uncased")
@@ -533,7 +556,9 @@ def test_added_tokens_after_invalid_utf8_are_found():
 texts_with_tokens = st.lists(
     st.one_of(
         st.text(max_size=12),
-        st.sampled_from(["<mask>", "<s>", "</s>", "<|endoftext|>", "<|begin_of_text|>", " ", "\u3000", "\n", "'S"]),
+        st.sampled_from(
+            ["<mask>", "<s>", "</s>", "<|endoftext|>", "<|begin_of_text|>", " ", "\u3000", "\n", "'S", "'s"]
+        ),
         st.sampled_from(["<m>", "ab", "the", "a", "_", "\u00e9", "."]),
     ),
     max_size=8,
@@ -552,6 +577,8 @@ texts_with_tokens = st.lists(
         "t5",
         "albert",
         "unigram-bytes",
+        "clip",
+        "clip-joined-classes",
         *WORD_FAMILIES,
     ],
 )

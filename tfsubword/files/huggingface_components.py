@@ -21,6 +21,13 @@ SPLIT_PATTERNS = {
     "qwen2": _CONTRACTIONS_ANY_CASE + "\\p{N}" + _CL100K_TAIL,
 }
 
+# Alternatives of a regex each of whose matches GPT-2's regex takes whole, as one match: its
+# contractions and runs of its classes (CLIP's `Split` is made of them).
+_WHOLE_FOR_GPT2 = {
+    *("'s", "'t", "'re", "'ve", "'m", "'ll", "'d"),
+    *("\\p{L}+", "[\\p{L}]+", "\\p{N}", "[\\p{N}]", "\\p{N}+", "[\\p{N}]+", "[^\\s\\p{L}\\p{N}]+"),
+}
+
 # Where Metaspace puts its replacement character in front of a piece of text: before every piece,
 # before the text's first piece only (not after an added token that starts it), or nowhere.
 PREPEND_SCHEMES = ("always", "first", "never")
@@ -320,6 +327,19 @@ def _cuts_words(pre_tokenizer):
         steps = field("Sequence pre_tokenizer", pre_tokenizer, "pretokenizers", (list,))
         return all(_cuts_words(step) for step in steps)
     return kind in _WORD_SPLITTERS
+
+
+def whole_for_gpt2(steps):
+    """Whether GPT-2's regex takes each word that the checked pre-tokenizer `steps` cut whole: one
+    `Split` that keeps only its matches, each alternative of its regex one of `_WHOLE_FOR_GPT2`."""
+    if (
+        len(steps) != 1
+        or steps[0]["type"] != "Split"
+        or (steps[0]["behavior"], steps[0]["invert"]) != ("Removed", True)
+    ):
+        return False
+    regex = steps[0]["pattern"].get("Regex")
+    return regex is not None and all(part in _WHOLE_FOR_GPT2 for part in regex.split("|"))
 
 
 def _byte_level_pre_tokenizer(pre_tokenizer):

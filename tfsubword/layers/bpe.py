@@ -176,7 +176,11 @@ class BPELayer(TokenizerLayer):
     # Encoding.
 
     def _tokenize_strings(self, strings):
-        split, _ = self._words(strings)
+        return self.tokenize_words(self._words(strings)[0])
+
+    def tokenize_words(self, split):
+        """The ids of words already cut as this layer's pre-tokenizer cuts them (valid UTF-8): a ragged
+        `[n, (words)]` string tensor -> ragged `[n, (ids)]` ids, each text's words' ids in turn."""
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
         )

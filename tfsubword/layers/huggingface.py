@@ -226,6 +226,17 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self._normalizer_steps = _normalizer_steps(self.normalizer)
         metaspace = self.pre_tokenizer and self.pre_tokenizer[0]["type"] == "Metaspace"
         self._words = PreTokenizer(self.pre_tokenizer) if self.pre_tokenizer and not metaspace else None
+        # A normalizer that decodes the text leaves it valid UTF-8: the words need no second check.
+        self._valid_utf8 = any(
+            isinstance(step, unicode_normalizers.CharacterRewrite) for step in self._normalizer_steps
+        )
+        # Words that the BPE layer's own GPT-2 split would keep whole go to its model directly.
+        self._whole_words = (
+            isinstance(self.tokenizer, BPELayer)
+            and self.tokenizer.pattern == "gpt2"
+            and not self.tokenizer.add_prefix_space
+            and components.whole_for_gpt2(self.pre_tokenizer)
+        )
         self._spaces = " "
         last = self.normalizer[-1] if self.normalizer else {}
         if (
@@ -277,7 +288,9 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _model_ids(self, texts, first):
         if self._words is not None:
-            words = self._words(texts)
+            words = self._words(texts, self._valid_utf8)
+            if self._whole_words:  # (a `Split` leaves valid UTF-8, as the GPT-2 split would)
+                return self.tokenizer.tokenize_words(words)
             ids = self.tokenizer.tokenize(words.flat_values)
             return tf.RaggedTensor.from_row_splits(ids, words.row_splits, validate=False).merge_dims(1, 2)
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
@@ -413,12 +426,25 @@ def _normalizer_step(step):
     pattern = step["pattern"]
     if "strings" in step:  # string patterns joined (`_joinable`): leftmost match, as one after another
         old = "|".join(ops.re2_literal(string) for string in step["strings"])
+    elif pattern == {"Regex": "\\s+"} and _white_space_runs(step["content"]):
+        old = _white_space_runs(step["content"])
     elif "String" in pattern:
         old = ops.re2_literal(pattern["String"])
     else:
         old = re2_pattern(pattern["Regex"])
     ops.check_re2(old, f"tokenizer.json: Replace pattern {json.dumps(pattern)[:200]}")
     return lambda texts: tf.strings.regex_replace(texts, old, decoders.rewrite(step["content"]))
+
+
+def _white_space_runs(content):
+    """For `Replace(Regex("\\s+"), content)` where `content` is one whitespace character (CLIP's " "):
+    an RE2 pattern of the runs it changes, all but that character alone (every match costs RE2 a
+    rewrite, and most runs are one space). Else None."""
+    spaces = [c for low, high in unicode_classes.WHITE_SPACE for c in range(low, high + 1)]
+    if len(content) != 1 or ord(content) not in spaces:
+        return None
+    others = ops.re2_class(ops.code_point_ranges([c for c in spaces if c != ord(content)]))
+    return f"{ops.re2_literal(content)}{_WHITE_SPACE}+|{others}{_WHITE_SPACE}*"
 
 
 def _framed(ids, start_ids, end_ids):

@@ -69,10 +69,11 @@ class PreTokenizer:
                     bits[low : high + 1] |= bit
             self._classes = tables.CodePointTable(bits, tf.int8)
 
-    def __call__(self, texts):
+    def __call__(self, texts, valid_utf8=False):
+        """`valid_utf8`: the texts are known to be valid UTF-8 (a normalizer has decoded them)."""
         count = tf.size(texts, out_type=tf.int64)
         words, rows = texts, tf.range(count)
-        if self._passes and not isinstance(self._passes[0], list):
+        if self._passes and not isinstance(self._passes[0], list) and not valid_utf8:
             # Invalid UTF-8 reads as U+FFFD (the character passes decode so), and no text holds the mark.
             words = tf.strings.unicode_transcode(words, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
         for cuts in self._passes:
