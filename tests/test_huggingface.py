@@ -545,6 +545,15 @@ def test_invalid_utf8_reads_as_replacement_characters_in_words(family):
     assert got == [e.ids for e in reference(family).encode_batch(["ab\ufffd\ufffd c\ufffd", "\ufffd"])]
 
 
+@pytest.mark.parametrize("family", ["t5", "albert", "llama2-metaspace"])
+def test_metaspace_runs_of_spaces_across_texts(family):
+    """Spaces become the Metaspace character in the decoded batch: a text's first space is not a
+    repeat of the last space of the text before it."""
+    texts = ["a ", " b", "  ", "", " ", "x  y   z ", "\u2581 c", "d\u2581  e"]
+    _, encode = encoder(family)
+    assert contract.as_lists(encode(tf.constant(texts))) == [e.ids for e in reference(family).encode_batch(texts)]
+
+
 def test_added_tokens_after_invalid_utf8_are_found():
     """Invalid UTF-8 reads as U+FFFD (which BERT's cleaning deletes) and does not hide a token."""
     layer, encode = encoder("bert-uncased")

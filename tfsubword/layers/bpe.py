@@ -178,6 +178,11 @@ class BPELayer(TokenizerLayer):
     def _tokenize_strings(self, strings):
         return self.tokenize_words(self._words(strings)[0])
 
+    def unit_cuts(self):
+        """With no pre-tokenizer pattern: the `segment.bpe.Cuts` that cut each word into units, which
+        this layer segments as words (see `tokenize_words`), or None (it segments each word whole)."""
+        return self._segmenter.cuts if self.pattern is None else None
+
     def tokenize_words(self, split):
         """The ids of words already cut as this layer's pre-tokenizer cuts them (valid UTF-8): a ragged
         `[n, (words)]` string tensor -> ragged `[n, (ids)]` ids, each text's words' ids in turn."""

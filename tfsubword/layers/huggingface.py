@@ -230,12 +230,18 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self._valid_utf8 = any(
             isinstance(step, unicode_normalizers.CharacterRewrite) for step in self._normalizer_steps
         )
-        # Words that the BPE layer's own GPT-2 split would keep whole go to its model directly.
-        self._whole_words = (
-            isinstance(self.tokenizer, BPELayer)
-            and self.tokenizer.pattern == "gpt2"
-            and not self.tokenizer.add_prefix_space
-            and components.whole_for_gpt2(self.pre_tokenizer)
+        # Words go to the BPE model directly when its own split would keep them whole (no pattern,
+        # or GPT-2's regex after a Split it never cuts again), or would cut them into units the
+        # pre-tokenizer's last pass can cut at once.
+        bpe = isinstance(self.tokenizer, BPELayer) and self._words is not None
+        self._unit_cuts = self.tokenizer.unit_cuts() if bpe else None
+        self._whole_words = bpe and (
+            (self.tokenizer.pattern is None and (self._unit_cuts is None or self._words.ends_with_characters))
+            or (
+                self.tokenizer.pattern == "gpt2"
+                and not self.tokenizer.add_prefix_space
+                and components.whole_for_gpt2(self.pre_tokenizer)
+            )
         )
         self._spaces = " "
         last = self.normalizer[-1] if self.normalizer else {}
@@ -288,21 +294,24 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _model_ids(self, texts, first):
         if self._words is not None:
+            if self._whole_words:  # (the words are valid UTF-8, as the layer's own split makes them)
+                apart = None if self._unit_cuts is None else self._unit_cuts.apart
+                return self.tokenizer.tokenize_words(self._words(texts, self._valid_utf8, apart))
             words = self._words(texts, self._valid_utf8)
-            if self._whole_words:  # (a `Split` leaves valid UTF-8, as the GPT-2 split would)
-                return self.tokenizer.tokenize_words(words)
             ids = self.tokenizer.tokenize(words.flat_values)
             return tf.RaggedTensor.from_row_splits(ids, words.row_splits, validate=False).merge_dims(1, 2)
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
             replacement = step["replacement"]
-            texts = tf.strings.regex_replace(texts, self._spaces, decoders.rewrite(replacement))
             if step["prepend_scheme"] != "never":
-                bare = (tf.strings.length(texts) > 0) & (
-                    tf.strings.substr(texts, 0, len(replacement.encode())) != replacement
-                )
+                # A text that starts with a space starts with the character once spaces are rewritten.
+                bare = (tf.strings.length(texts) > 0) & (tf.strings.substr(texts, 0, 1) != " ")
+                bare &= tf.strings.substr(texts, 0, len(replacement.encode())) != replacement
                 if step["prepend_scheme"] == "first":
                     bare &= first
                 texts = tf.where(bare, tf.strings.join([replacement, texts]), texts)
+            if isinstance(self.tokenizer, HuggingFaceUnigram):
+                return self.tokenizer.tokenize_spaced(texts, replacement, runs=self._spaces == " +")
+            texts = tf.strings.regex_replace(texts, self._spaces, decoders.rewrite(replacement))
         return self.tokenizer.tokenize(texts)
 
     def _normalize(self, texts):

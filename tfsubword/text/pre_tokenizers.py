@@ -69,22 +69,34 @@ class PreTokenizer:
                     bits[low : high + 1] |= bit
             self._classes = tables.CodePointTable(bits, tf.int8)
 
-    def __call__(self, texts, valid_utf8=False):
-        """`valid_utf8`: the texts are known to be valid UTF-8 (a normalizer has decoded them)."""
+    @property
+    def ends_with_characters(self):
+        """Whether the last pass cuts at characters of a class (then `__call__` takes `also_apart`)."""
+        return bool(self._passes) and isinstance(self._passes[-1], list)
+
+    def __call__(self, texts, valid_utf8=False, also_apart=None):
+        """`valid_utf8`: the texts are known to be valid UTF-8 (a normalizer has decoded them).
+        `also_apart`: a function of the code points (int32) left after the last pass's cuts, true
+        where a part starts inside a word (so the parts of words come out in place of the words; a
+        BPE layer's units); only when `ends_with_characters`."""
         count = tf.size(texts, out_type=tf.int64)
         words, rows = texts, tf.range(count)
         if self._passes and not isinstance(self._passes[0], list) and not valid_utf8:
             # Invalid UTF-8 reads as U+FFFD (the character passes decode so), and no text holds the mark.
             words = tf.strings.unicode_transcode(words, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-        for cuts in self._passes:
+        if also_apart is not None and not self.ends_with_characters:
+            raise ValueError("`also_apart` needs a last pass that cuts at characters.")
+        for index, cuts in enumerate(self._passes):
             if isinstance(cuts, list):
-                words, rows = self._cut_characters(words, rows, cuts)
+                last = index == len(self._passes) - 1
+                words, rows = self._cut_characters(words, rows, cuts, also_apart if last else None)
             else:
                 words, rows = _split(words, rows, *cuts)
         return tf.RaggedTensor.from_value_rowids(words, rows, nrows=count, validate=False)
 
-    def _cut_characters(self, words, rows, cuts):
-        """The words of `words` (`rows`: the text of each) after character `cuts`, and the text of each."""
+    def _cut_characters(self, words, rows, cuts, also_apart=None):
+        """The words of `words` (`rows`: the text of each) after character `cuts` (and `also_apart`),
+        and the text of each."""
         code_points, splits = ops.decode_utf8(words)
         size = tf.size(code_points, out_type=tf.int64)
         text_of = ops.take(rows, ops.row_ids(splits))
@@ -108,6 +120,8 @@ class PreTokenizer:
                 starts |= match
             else:  # Runs: where the class begins or ends
                 starts |= match != before
+        if also_apart is not None:
+            starts |= also_apart(code_points)
         word_starts = ops.indices_where(starts)
         word_splits = tf.concat([word_starts, tf.size(code_points, out_type=tf.int64)[None]], axis=0)
         return ops.encode_utf8(code_points, word_splits), ops.take(text_of, word_starts)
