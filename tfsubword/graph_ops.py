@@ -237,6 +237,16 @@ def replace_values(values, entry, table_values, table_splits):
     return rare_cond(tf.reduce_all(lengths == 1), one_each, in_rows)
 
 
+def rewrite_rows(strings, rows, rewrite):
+    """`strings` with the rows `rows` (int64 indices) replaced by `rewrite` of them; without a row,
+    `rewrite`'s ops do not run (on a line or a few, most often none needs it)."""
+
+    def rewritten():
+        return tf.tensor_scatter_nd_update(strings, rows[:, None], rewrite(take(strings, rows)))
+
+    return rare_cond(tf.size(rows) > 0, rewritten, lambda: strings)
+
+
 def check_re2(pattern, what):
     """Raise `ValueError` naming `what` if RE2 refuses `pattern` (too large, say): when a layer is
     built, not when it is first called."""

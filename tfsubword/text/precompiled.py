@@ -63,7 +63,7 @@ class PrecompiledNormalizer(tf.Module):
     def __call__(self, strings):
         """`[n]` UTF-8 strings -> `[n]` normalized strings (invalid UTF-8: one U+FFFD per sequence)."""
         rewritten = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain))
-        return tf.tensor_scatter_nd_update(strings, rewritten[:, None], self._rewrite(ops.take(strings, rewritten)))
+        return ops.rewrite_rows(strings, rewritten, self._rewrite)
 
     def _rewrite(self, strings):
         code_points, splits = ops.decode_utf8(strings)

@@ -82,7 +82,7 @@ class CharacterRewrite(tf.Module):
             strings = tf.where(ascii, tf.strings.lower(strings), strings)
             rewritten &= ~ascii
         rewritten = ops.indices_where(rewritten)
-        return tf.tensor_scatter_nd_update(strings, rewritten[:, None], self._rewrite(ops.take(strings, rewritten)))
+        return ops.rewrite_rows(strings, rewritten, self._rewrite)
 
     def _rewrite(self, strings):
         code_points, splits = ops.decode_utf8(strings)
