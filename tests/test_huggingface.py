@@ -663,6 +663,18 @@ def test_byte_level_without_its_regex_matches():
     assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
 
 
+@pytest.mark.parametrize("prefix_space", [False, True])
+def test_byte_level_without_its_regex_after_word_cuts_matches(prefix_space):
+    """`WhitespaceSplit` then `ByteLevel(use_regex=false)`: each word is one word of bytes, with a
+    space in front of each when `add_prefix_space`."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": prefix_space, "trim_offsets": True, "use_regex": False}
+    steps = {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, byte_level]}
+    text = edited("gpt2", set_path(["pre_tokenizer"], steps))
+    layer, reference = from_huggingface(text), tokenizers_module().Tokenizer.from_str(text)
+    lines = every_line()[::100] + WITH_TOKENS
+    assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
+
+
 def test_sequence_length_truncates_and_pads_as_hugging_face():
     tokenizer = reference("bert-cased")
     layer = from_huggingface(family_json("bert-cased"), sequence_length=12)

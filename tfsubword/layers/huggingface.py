@@ -230,17 +230,17 @@ class HuggingFaceTokenizer(TokenizerLayer):
         self._valid_utf8 = any(
             isinstance(step, unicode_normalizers.CharacterRewrite) for step in self._normalizer_steps
         )
-        # Words go to the BPE model directly when its own split would keep them whole (no pattern,
-        # or GPT-2's regex after a Split it never cuts again), or would cut them into units the
-        # pre-tokenizer's last pass can cut at once.
+        # Words go to the BPE model directly when its own split would keep them whole and put no
+        # space in front (no pattern, or GPT-2's regex after a Split it never cuts again), or would
+        # cut them into units the pre-tokenizer's last pass can cut at once.
         bpe = isinstance(self.tokenizer, BPELayer) and self._words is not None
         self._unit_cuts = self.tokenizer.unit_cuts() if bpe else None
-        self._whole_words = bpe and (
-            (self.tokenizer.pattern is None and (self._unit_cuts is None or self._words.ends_with_characters))
-            or (
-                self.tokenizer.pattern == "gpt2"
-                and not self.tokenizer.add_prefix_space
-                and components.whole_for_gpt2(self.pre_tokenizer)
+        self._whole_words = (
+            bpe
+            and not self.tokenizer.add_prefix_space
+            and (
+                (self.tokenizer.pattern is None and (self._unit_cuts is None or self._words.ends_with_characters))
+                or (self.tokenizer.pattern == "gpt2" and components.whole_for_gpt2(self.pre_tokenizer))
             )
         )
         self._spaces = " "
