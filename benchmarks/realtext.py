@@ -286,8 +286,12 @@ def timed(found, rounds):
     for _, run in found.values():
         run()  # trace and warm up
     seconds = {name: [] for name in found}
-    for _ in range(rounds):
-        for name, (reset, run) in found.items():
+    names = list(found)
+    for round_index in range(rounds):
+        # The order turns each round: a layer run right after Hugging Face's Rust call measured
+        # 10-15% slower than run first (benchmarks/RESULTS.md, 2026-11-28).
+        for name in names[round_index % len(names) :] + names[: round_index % len(names)]:
+            reset, run = found[name]
             if reset is not None:
                 reset()
             start = time.perf_counter()
