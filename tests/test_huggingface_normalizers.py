@@ -73,6 +73,22 @@ def test_texts_made_only_of_joining_characters():
     check(None, ["\u0301", "\u0301\u0308", "\u200d", "abc"], blob)
 
 
+def test_keys_that_become_spaces():
+    """Texts whose only keys become a space take one RE2 rewrite; a key that joins the one before
+    keeps them out of it: no-break space + acute is one cluster, and one space (read off the rules)."""
+    rules = {"\t": " ", "\u00a0": " ", "\u0301": " ", "\uff21": "A"}
+    normalize = PrecompiledNormalizer(spm_model.encode_charsmap(rules))
+    texts = ["a\tb\u00a0c", "\u00a0\u0301x", "\t\u0301", "\uff21\tb", "plain", "\t"]
+    got = [t.decode("utf-8") for t in normalize(tf.constant(texts)).numpy()]
+    assert got == ["a b c", " x", "  ", "A b", "plain", " "]
+    check(rules, texts)
+    rng = random.Random(7)
+    sample = list("a \t\n\r\u00a0\u3000\u2581\ufeff\ufffd\u0301\u200d\uff21")
+    weights = [6, 3, 3, 2, 1, 2, 2, 1, 1, 1, 1, 1, 1]
+    texts = ["".join(rng.choices(sample, weights, k=rng.randint(1, 8))) for _ in range(3000)]
+    check(None, texts, normalization_rules.precompiled_charsmap("nmt_nfkc"))
+
+
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_every_code_point_joins_a_cluster_as_in_hugging_face(where, request):
     step = 1 if request.config.getoption("--full") else 97

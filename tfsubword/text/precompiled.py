@@ -59,11 +59,24 @@ class PrecompiledNormalizer(tf.Module):
         special = joins | (single > 0)
         special[0xFFFD] = True
         self._plain = ops.re2_none_of(special)
+        # Keys that become a space (tabs, no-break and ideographic spaces): in a text where no other
+        # character is special, no character joins them, so one RE2 rewrite does the whole map.
+        to_space = np.zeros(0x110000, bool)
+        to_space[[ord(key) for key, replacement in rules.items() if len(key) == 1 and replacement == " "]] = True
+        to_space &= ~joins
+        self._spaces = ops.re2_class(ops.code_point_ranges(np.nonzero(to_space)[0])) if to_space.any() else None
+        self._plain_but_spaces = ops.re2_none_of(special & ~to_space)
 
     def __call__(self, strings):
         """`[n]` UTF-8 strings -> `[n]` normalized strings (invalid UTF-8: one U+FFFD per sequence)."""
         rewritten = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain))
-        return ops.rewrite_rows(strings, rewritten, self._rewrite)
+        return ops.rewrite_rows(strings, rewritten, self._rewrite if self._spaces is None else self._spaced)
+
+    def _spaced(self, strings):
+        """`_rewrite` of `strings`, the texts whose only special characters become spaces rewritten by RE2."""
+        spaced = tf.strings.regex_full_match(strings, self._plain_but_spaces)
+        strings = tf.where(spaced, tf.strings.regex_replace(strings, self._spaces, " "), strings)
+        return ops.rewrite_rows(strings, ops.indices_where(~spaced), self._rewrite)
 
     def _rewrite(self, strings):
         code_points, splits = ops.decode_utf8(strings)
