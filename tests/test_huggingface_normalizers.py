@@ -146,6 +146,31 @@ def test_unicode_normalizers_on_every_code_point_and_runs_of_marks(kind, request
     assert not different, f"{len(texts) - len(different)}/{len(texts)} identical; first: {ascii(different[0])}"
 
 
+@pytest.mark.parametrize("kinds", [("Lowercase",), ("NFC", "Lowercase"), ("NFKD", "StripAccents", "Lowercase")])
+def test_ascii_capitals_beside_other_scripts(kinds):
+    """A text whose only characters to rewrite are ASCII capitals takes `tf.strings.lower`, whatever
+    else it holds; with any other character to rewrite it is decoded."""
+    normalizers = pytest.importorskip("tokenizers").normalizers
+    reference = normalizers.Sequence([getattr(normalizers, kind)() for kind in kinds])
+    passes = unicode_normalizers.rewrites(list(kinds))
+
+    @tf.function
+    def normalize(texts):
+        for rewrite in passes:
+            texts = rewrite(texts)
+        return texts
+
+    rng = random.Random(" ".join(kinds))
+    sample = list("ABZaz 09.日本語мирαβ") + list("ÉΣДがe\u0301\ufffdＡ")
+    texts = ["".join(rng.choices(sample, k=rng.randint(1, 10))) for _ in range(3000)]
+    texts += ["ABC日本語", "Hello мир", "Ω日", "Xが", "Éa", ""]
+    got = [t.decode("utf-8") for t in normalize(tf.constant([t.encode("utf-8") for t in texts])).numpy()]
+    different = [(t, g, reference.normalize_str(t)) for t, g in zip(texts, got) if g != reference.normalize_str(t)]
+    assert not different, f"{len(texts) - len(different)}/{len(texts)} identical; first: {ascii(different[0])}"
+    # Invalid UTF-8 is decoded (one U+FFFD per sequence), never lowered as it stands.
+    assert normalize(tf.constant([b"AB\xff\xe6\x97"])).numpy()[0].decode("utf-8") == "ab\ufffd\ufffd"
+
+
 # Characters that compose: starters, marks, Hangul jamo and syllables, Indic vowel signs, kana voicing.
 _COMPOSING = [
     chr(c) for c in [*range(0x300, 0x370), *range(0x1100, 0x1200), 0x41, 0x45, 0x61, 0x65, 0x6F, 0x3B1, 0x3B9]

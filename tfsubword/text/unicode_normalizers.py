@@ -70,15 +70,17 @@ class CharacterRewrite(tf.Module):
         special[0xFFFD] = True
         self._plain = ops.re2_none_of(special)
         # Where the table does to ASCII what `tf.strings.lower` does (capitals to small letters, the
-        # rest kept), ASCII texts take that op instead of decoding.
+        # rest kept), texts whose only special characters are ASCII take that op instead of decoding.
         self._ascii_lower = {c: mapping[c] for c in range(128) if c in mapping} == {
             c: chr(c).lower() for c in range(ord("A"), ord("Z") + 1)
         }
+        special[:128] = False
+        self._no_special_but_ascii = ops.re2_none_of(special)
 
     def __call__(self, strings):
         rewritten = ~tf.strings.regex_full_match(strings, self._plain)
         if self._ascii_lower:
-            ascii = rewritten & tf.strings.regex_full_match(strings, "[\\x00-\\x7f]*")
+            ascii = rewritten & tf.strings.regex_full_match(strings, self._no_special_but_ascii)
             strings = tf.where(ascii, tf.strings.lower(strings), strings)
             rewritten &= ~ascii
         rewritten = ops.indices_where(rewritten)
