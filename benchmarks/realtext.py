@@ -289,7 +289,7 @@ def timed(found, rounds):
     names = list(found)
     for round_index in range(rounds):
         # The order turns each round: a layer run right after Hugging Face's Rust call measured
-        # 10-15% slower than run first (benchmarks/RESULTS.md, 2026-11-28).
+        # slower than run first (benchmarks/RESULTS.md).
         for name in names[round_index % len(names) :] + names[: round_index % len(names)]:
             reset, run = found[name]
             if reset is not None:

@@ -74,8 +74,9 @@ class CharacterRewrite(tf.Module):
         self._ascii_lower = {c: mapping[c] for c in range(128) if c in mapping} == {
             c: chr(c).lower() for c in range(ord("A"), ord("Z") + 1)
         }
-        special[:128] = False
-        self._no_special_but_ascii = ops.re2_none_of(special)
+        beyond_ascii = special.copy()
+        beyond_ascii[:128] = False
+        self._no_special_but_ascii = ops.re2_none_of(beyond_ascii) if self._ascii_lower else None
 
     def __call__(self, strings):
         rewritten = ~tf.strings.regex_full_match(strings, self._plain)
