@@ -364,6 +364,25 @@ def test_words_a_split_cannot_read():
     assert [offsets_encoder("shared")([line])[0] for line in lines] == reference_spans("shared", lines)
 
 
+def test_whitespace_a_rule_makes_a_space_splits_words():
+    """Under nmt_nfkc a tab, a line feed, a form feed and a carriage return each become a space:
+    lines whose only rewritten characters are such are split there as at spaces, without
+    normalizing them. A vertical tab is removed instead (its words join); lines with a no-break
+    space, an ideographic space, U+FFFD or U+2581 keep the normalizing path."""
+    encode, reference = encoders("nmt_nfkc")
+    split = ["a\tb", "tab\t\tend\t", "\t", "car\rriage\nreturn", "f\x0cfeed", " \t lead and trail \t "]
+    others = ["v\x0btab", "x\u00a0y\tz", "\u3000猫\t犬", "mix\tﬁne", "u\ufffd\tv", "w\u2581\tx"]
+    lines = split + others
+    assert encode(tf.constant(lines)).to_list() == reference.encode(lines)
+    assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
+    # By hand: "v<VT>tab" is one word "▁vtab"; "a<TAB>b" is two, "▁a" and "▁b".
+    pieces = [[reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant(["v\x0btab", "a\tb"])).to_list()]
+    assert "".join(pieces[0]) == "\u2581vtab" and "".join(pieces[1]) == "\u2581a\u2581b"
+    normalizer = UnigramLayer(model_bytes("nmt_nfkc"))._normalizer
+    plain = tf.strings.regex_full_match(lines, normalizer._plain_words_line).numpy().tolist()
+    assert plain == [True] * len(split) + [False] * len(others)
+
+
 def test_invalid_utf8_by_hand():
     encode, reference = encoders("shared")
     # A truncated three-byte sequence is two invalid bytes: two U+FFFD, which form one unknown piece.

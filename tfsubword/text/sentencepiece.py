@@ -54,7 +54,8 @@ class SentencePieceNormalizer(tf.Module):
         self._user_defined = trie.Trie(list(user_defined), range(len(user_defined))) if user_defined else None
         # Walks start only where a key can match: at a one-character key, or at the first character
         # of a longer key followed by a possible second character.
-        flags = _key_flags(tuple(spec.charsmap)) | _key_flags(tuple(user_defined))
+        rule_flags, symbol_flags = _key_flags(tuple(spec.charsmap)), _key_flags(tuple(user_defined))
+        flags = rule_flags | symbol_flags
         self._flags = tables.CodePointTable(flags, tf.int8)
         self.space = ESCAPED_SPACE if spec.escape_whitespaces else SPACE
         # With these switches, a line that no rule touches normalizes to "▁" + its space-separated
@@ -67,6 +68,17 @@ class SentencePieceNormalizer(tf.Module):
         special[_SPLIT_WHITESPACE] = True  # `tf.strings.split` would split there
         ranges = ops.code_point_ranges(np.nonzero(special)[0])
         self._plain_line = ops.re2_none_of(special)
+        # The split splits at the ASCII whitespace that a rule makes one space (nmt_nfkc's tabs and
+        # line feeds) as at a space. Where no longer key can match there (the character is no
+        # second character of a key, nor in a user-defined symbol), `word_pool` reads such lines too.
+        split_at = [
+            c
+            for c in _SPLIT_WHITESPACE
+            if spec.charsmap.get(chr(c)) == " " and not rule_flags[c] & _SECOND and not symbol_flags[c]
+        ]
+        words_special = special.copy()
+        words_special[split_at] = False
+        self._plain_words_line = ops.re2_none_of(words_special) if split_at else self._plain_line
         self.splits_words = (
             spec.add_dummy_prefix
             and spec.remove_extra_whitespaces
@@ -88,11 +100,12 @@ class SentencePieceNormalizer(tf.Module):
 
         Every line is split at spaces as it is, and the split's distinct words are found at once:
         for a line with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule
-        could touch (most lines), those are its words. The other lines are normalized meanwhile
-        (neither the split nor the distinct-word search waits for them), and their words, read off
-        their normalized text, join the pool, their occurrences in place of their split's.
+        could touch, but for tabs or line feeds that a rule makes spaces (most lines), those are
+        its words. The other lines are normalized meanwhile (neither the split nor the
+        distinct-word search waits for them), and their words, read off their normalized text,
+        join the pool, their occurrences in place of their split's.
         """
-        ruled = ops.indices_where(~self.plain(strings))
+        ruled = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain_words_line))
         split, _, splits = ops.split_strings(strings)
         distinct, occurrences = tf.unique(split, out_idx=tf.int64)
 
