@@ -364,23 +364,33 @@ def test_words_a_split_cannot_read():
     assert [offsets_encoder("shared")([line])[0] for line in lines] == reference_spans("shared", lines)
 
 
-def test_whitespace_a_rule_makes_a_space_splits_words():
+def test_lines_the_split_reads_after_simple_rules():
     """Under nmt_nfkc a tab, a line feed, a form feed and a carriage return each become a space:
-    lines whose only rewritten characters are such are split there as at spaces, without
-    normalizing them. A vertical tab is removed instead (its words join); lines with a no-break
-    space, an ideographic space, U+FFFD or U+2581 keep the normalizing path."""
+    lines whose only rewritten characters are such are split there as at spaces. Lines whose other
+    rewritten characters are keys of their own only, becoming a space or text without one
+    (fullwidth letters and punctuation, a no-break space, "…"), are rewritten character by
+    character, then split. A vertical tab is removed (its words join); U+0341 (a key, and the second
+    character of "e" + U+0341), halfwidth ｶﾞ (a key of two), U+FFFD and U+2581 take the normalizer.
+    Mixed in one batch, each line keeps its place."""
     encode, reference = encoders("nmt_nfkc")
     split = ["a\tb", "tab\t\tend\t", "\t", "car\rriage\nreturn", "f\x0cfeed", " \t lead and trail \t "]
-    others = ["v\x0btab", "x\u00a0y\tz", "\u3000猫\t犬", "mix\tﬁne", "u\ufffd\tv", "w\u2581\tx"]
-    lines = split + others
+    simple = ["Ｈｅｌｌｏ，\u3000世界！", "x\u00a0y\tz", "（括弧）と…", "mix\tﬁne", "\u00a0", "end\u3000"]
+    hard = ["v\x0btab", "e\u0341t acute", "ｶﾞ\u00a0x", "u\ufffd\tv", "w\u2581\tx", "Ｈｉ\x0b！"]
+    lines = [line for triple in zip(hard, simple, split) for line in triple] + ["plain words"]
     assert encode(tf.constant(lines)).to_list() == reference.encode(lines)
     assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
-    # By hand: "v<VT>tab" is one word "▁vtab"; "a<TAB>b" is two, "▁a" and "▁b".
-    pieces = [[reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant(["v\x0btab", "a\tb"])).to_list()]
-    assert "".join(pieces[0]) == "\u2581vtab" and "".join(pieces[1]) == "\u2581a\u2581b"
+    for batch in (simple, hard, simple + hard, hard + simple):
+        assert encode(tf.constant(batch)).to_list() == reference.encode(batch)
+    # By hand: "v<VT>tab" is one word "▁vtab"; "a<TAB>b" is two, "▁a" and "▁b"; fullwidth letters
+    # and punctuation are ASCII ones, an ideographic space a space.
+    texts = ["v\x0btab", "a\tb", "Ｈｅｌｌｏ，\u3000ｗｏｒｌｄ…"]
+    pieces = [[reference.id_to_piece(i) for i in ids] for ids in encode(tf.constant(texts)).to_list()]
+    assert ["".join(p) for p in pieces] == ["\u2581vtab", "\u2581a\u2581b", "\u2581Hello,\u2581world..."]
     normalizer = UnigramLayer(model_bytes("nmt_nfkc"))._normalizer
-    plain = tf.strings.regex_full_match(lines, normalizer._plain_words_line).numpy().tolist()
-    assert plain == [True] * len(split) + [False] * len(others)
+    kinds = [split, simple, hard]
+    plain = [tf.strings.regex_full_match(k, normalizer._plain_words_line).numpy().tolist() for k in kinds]
+    easy = [tf.strings.regex_full_match(k, normalizer._easy_line).numpy().tolist() for k in kinds]
+    assert plain == [[True] * 6, [False] * 6, [False] * 6] and easy == [[True] * 6, [True] * 6, [False] * 6]
 
 
 def test_invalid_utf8_by_hand():

@@ -19,6 +19,7 @@ from tfsubword import graph_ops as ops
 from tfsubword import tables, trie
 from tfsubword.files import sentencepiece_model as spm_model
 from tfsubword.text import normalization_rules
+from tfsubword.text.unicode_normalizers import CharacterRewrite
 
 SPACE_SYMBOL = spm_model.SPACE_SYMBOL
 SPACE, ESCAPED_SPACE, REPLACEMENT = 0x20, 0x2581, 0xFFFD
@@ -26,6 +27,9 @@ SPACE, ESCAPED_SPACE, REPLACEMENT = 0x20, 0x2581, 0xFFFD
 _SINGLE, _FIRST, _SECOND = 1, 2, 4
 # What `tf.strings.split` without a separator splits at, besides the space.
 _SPLIT_WHITESPACE = [0x09, 0x0A, 0x0B, 0x0C, 0x0D]
+# What a rule's output written in a line before the split must not hold (see `word_pool`), but for
+# one space alone.
+_NOT_IN_SIMPLE_OUTPUTS = {chr(c) for c in [SPACE, ESCAPED_SPACE, REPLACEMENT, *_SPLIT_WHITESPACE]}
 # Beyond this many ranges of special characters, every line goes through the full normalizer.
 _MAX_RANGES = 5000
 
@@ -79,6 +83,23 @@ class SentencePieceNormalizer(tf.Module):
         words_special = special.copy()
         words_special[split_at] = False
         self._plain_words_line = ops.re2_none_of(words_special) if split_at else self._plain_line
+        # Lines whose other special characters are keys that are no second character of a longer
+        # key (whose second character would then be special too) nor in a user-defined symbol, and
+        # that become a space or text without one, are rewritten character by character and then
+        # split: no key there can match another way, and no space is made beside another that
+        # SentencePiece would keep (as it keeps those inside a rule's output).
+        simple = {
+            ord(key): value
+            for key, value in spec.charsmap.items()
+            if len(key) == 1
+            and not rule_flags[ord(key)] & _SECOND
+            and not symbol_flags[ord(key)]
+            and ord(key) not in (REPLACEMENT, ESCAPED_SPACE, *_SPLIT_WHITESPACE)
+            and (value == " " or not set(value) & _NOT_IN_SIMPLE_OUTPUTS)
+        }
+        self._simple_rules = CharacterRewrite(simple) if simple else None
+        words_special[list(simple)] = False
+        self._easy_line = ops.re2_none_of(words_special) if simple else None
         self.splits_words = (
             spec.add_dummy_prefix
             and spec.remove_extra_whitespaces
@@ -101,9 +122,9 @@ class SentencePieceNormalizer(tf.Module):
         Every line is split at spaces as it is, and the split's distinct words are found at once:
         for a line with no character that a rule, a user-defined symbol or the invalid-UTF-8 rule
         could touch, but for tabs or line feeds that a rule makes spaces (most lines), those are
-        its words. The other lines are normalized meanwhile (neither the split nor the
-        distinct-word search waits for them), and their words, read off their normalized text,
-        join the pool, their occurrences in place of their split's.
+        its words. The other lines, the ruled ones, are read meanwhile (neither the split nor the
+        distinct-word search waits for them; see `words_of_ruled`), and their words join the
+        pool, their occurrences in place of their split's.
         """
         ruled = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain_words_line))
         split, _, splits = ops.split_strings(strings)
@@ -111,12 +132,10 @@ class SentencePieceNormalizer(tf.Module):
 
         any_ruled = tf.size(ruled) > 0
         # An `If` (no run visits its nodes unless taken) that needs only the input, so that the
-        # ruled lines are normalized while the split runs.
+        # ruled lines are read while the split runs.
         ruled_words = ops.rare_cond(
             any_ruled,
-            lambda: self.words_of_normalized(
-                *self.normalize(ops.take(strings, ruled)), tf.size(ruled, out_type=tf.int64)
-            ),
+            lambda: self.words_of_ruled(ops.take(strings, ruled)),
             lambda: (tf.zeros([0], tf.string), tf.zeros([1], tf.int64)),
         )
         pool, occurrences, splits = tf.cond(
@@ -125,6 +144,32 @@ class SentencePieceNormalizer(tf.Module):
             lambda: (distinct, occurrences, splits),
         )
         return pool, occurrences, splits, ops.row_ids(splits)
+
+    def words_of_ruled(self, lines):
+        """`words` of lines that a split cannot read as they are: (words, row splits int64). Lines
+        whose special characters are simple keys (fullwidth punctuation, no-break spaces: see
+        `__init__`) are rewritten character by character and split; the others are normalized."""
+        n = tf.size(lines, out_type=tf.int64)
+
+        def normalized(lines):
+            return self.words_of_normalized(*self.normalize(lines), tf.size(lines, out_type=tf.int64))
+
+        if self._simple_rules is None:
+            return normalized(lines)
+        easy = tf.strings.regex_full_match(lines, self._easy_line)
+        simple, hard = ops.indices_where(easy), ops.indices_where(~easy)
+        simple_words, _, simple_splits = ops.split_strings(self._simple_rules.rewrite(ops.take(lines, simple)))
+        hard_words, hard_splits = ops.rare_cond(
+            tf.size(hard) > 0,
+            lambda: normalized(ops.take(lines, hard)),
+            lambda: (tf.zeros([0], tf.string), tf.zeros([1], tf.int64)),
+        )
+        # Back in the lines' order, as rows of one table: the simple lines', then the others'.
+        words = tf.concat([simple_words, hard_words], axis=0)
+        table_splits = tf.concat([simple_splits, simple_splits[-1] + hard_splits[1:]], axis=0)
+        simple_before = tf.cumsum(tf.cast(easy, tf.int64), exclusive=True)
+        order = tf.where(easy, simple_before, tf.size(simple, out_type=tf.int64) + tf.range(n) - simple_before)
+        return ops.gather_rows(words, table_splits, order)
 
     def plain(self, strings):
         """Whether each string has no character that a rule, a user-defined symbol or the invalid-UTF-8

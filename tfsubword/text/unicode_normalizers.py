@@ -85,9 +85,10 @@ class CharacterRewrite(tf.Module):
             strings = tf.where(ascii, tf.strings.lower(strings), strings)
             rewritten &= ~ascii
         rewritten = ops.indices_where(rewritten)
-        return ops.rewrite_rows(strings, rewritten, self._rewrite)
+        return ops.rewrite_rows(strings, rewritten, self.rewrite)
 
-    def _rewrite(self, strings):
+    def rewrite(self, strings):
+        """Every one of the `[n]` strings decoded and rewritten (`__call__` first picks those it changes)."""
         code_points, splits = ops.decode_utf8(strings)
         entry = self._entries.lookup(code_points) - 1
         values, value_splits = ops.replace_values(code_points, entry, self._target_values, self._target_splits)
