@@ -132,13 +132,13 @@ class SentencePieceNormalizer(tf.Module):
         """`words` of lines that a split cannot read as they are: (words, row splits int64). Lines
         whose special characters are simple keys (fullwidth punctuation, no-break spaces: see
         `__init__`) are rewritten character by character and split; the others are normalized."""
-        n = tf.size(lines, out_type=tf.int64)
 
         def normalized(lines):
             return self.words_of_normalized(*self.normalize(lines), tf.size(lines, out_type=tf.int64))
 
         if self._simple_rules is None:
             return normalized(lines)
+        n = tf.size(lines, out_type=tf.int64)
         easy = tf.strings.regex_full_match(lines, self._easy_line)
         simple, hard = ops.indices_where(easy), ops.indices_where(~easy)
         simple_words, _, simple_splits = ops.split_strings(self._simple_rules.rewrite(ops.take(lines, simple)))
