@@ -381,6 +381,10 @@ def test_lines_the_split_reads_after_simple_rules():
     assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
     for batch in (simple, hard, simple + hard, hard + simple):
         assert encode(tf.constant(batch)).to_list() == reference.encode(batch)
+    # `tokenize_with_offsets` splits the tab lines at their tabs too (a tab is a byte, as a space).
+    for batch in (lines, split, split + ["plain words"]):
+        assert offsets_encoder("nmt_nfkc")(batch) == reference_spans("nmt_nfkc", batch)
+    assert [offsets_encoder("nmt_nfkc")([line])[0] for line in lines] == reference_spans("nmt_nfkc", lines)
     # By hand: "v<VT>tab" is one word "▁vtab"; "a<TAB>b" is two, "▁a" and "▁b"; fullwidth letters
     # and punctuation are ASCII ones, an ideographic space a space.
     texts = ["v\x0btab", "a\tb", "Ｈｅｌｌｏ，\u3000ｗｏｒｌｄ…"]

@@ -42,7 +42,8 @@ class PieceSpans:
         normalizer = self._normalizer
         n = tf.size(strings, out_type=tf.int64)
         ruled = ops.indices_where(~normalizer.plain(strings))
-        tokens, token_lines, token_splits = ops.split_strings(strings, sep=" ")  # "" before, between and after spaces
+        # "" before, between and after spaces (a tab or a line feed of a plain line is one)
+        tokens, token_lines, token_splits = ops.split_strings(normalizer.spaced(strings), sep=" ")
         distinct_tokens, token_occurrences = tf.unique(tokens, out_idx=tf.int64)
         lengths = tf.cast(tf.strings.length(tokens), tf.int64)
         # Each token's first byte, counted over all lines, then from its line's first token.

@@ -54,10 +54,9 @@ class SentencePieceNormalizer(tf.Module):
         special[[REPLACEMENT, ESCAPED_SPACE]] = True
         special[_SPLIT_WHITESPACE] = True  # `tf.strings.split` would split there
         ranges = ops.code_point_ranges(np.nonzero(special)[0])
-        self._plain_line = ops.re2_none_of(special)
         # The split splits at the ASCII whitespace that a rule makes one space (nmt_nfkc's tabs and
         # line feeds) as at a space. Where no longer key can match there (the character is no
-        # second character of a key, nor in a user-defined symbol), `word_pool` reads such lines too.
+        # second character of a key, nor in a user-defined symbol), such lines are plain too.
         split_at = [
             c
             for c in _SPLIT_WHITESPACE
@@ -65,7 +64,8 @@ class SentencePieceNormalizer(tf.Module):
         ]
         words_special = special.copy()
         words_special[split_at] = False
-        self._plain_words_line = ops.re2_none_of(words_special) if split_at else self._plain_line
+        self._plain_words_line = ops.re2_none_of(words_special)
+        self._split_at = ops.re2_class(ops.code_point_ranges(split_at)) if split_at else None
         # Lines whose other special characters are keys that are no second character of a longer
         # key (whose second character would then be special too) nor in a user-defined symbol, and
         # that become a space or text without one, are rewritten character by character and then
@@ -109,7 +109,7 @@ class SentencePieceNormalizer(tf.Module):
         distinct-word search waits for them; see `words_of_ruled`), and their words join the
         pool, their occurrences in place of their split's.
         """
-        ruled = ops.indices_where(~tf.strings.regex_full_match(strings, self._plain_words_line))
+        ruled = ops.indices_where(~self.plain(strings))
         split, _, splits = ops.split_strings(strings)
         distinct, occurrences = tf.unique(split, out_idx=tf.int64)
 
@@ -156,9 +156,15 @@ class SentencePieceNormalizer(tf.Module):
 
     def plain(self, strings):
         """Whether each string has no character that a rule, a user-defined symbol or the invalid-UTF-8
-        rule could touch, nor one that `tf.strings.split` splits at other than U+0020 (with
-        `splits_words`, its words are then its space-separated parts as they are)."""
-        return tf.strings.regex_full_match(strings, self._plain_line)
+        rule could touch, nor one that `tf.strings.split` splits at other than U+0020, but for the
+        tabs and line feeds that a rule makes a space (see `__init__`): with `splits_words`, the
+        words of such a string are the space-separated parts of `spaced(string)`."""
+        return tf.strings.regex_full_match(strings, self._plain_words_line)
+
+    def spaced(self, strings):
+        """`strings` with each tab or line feed that `plain` admits written as a space. Both take one
+        byte: byte offsets into the result are offsets into the strings."""
+        return strings if self._split_at is None else tf.strings.regex_replace(strings, self._split_at, " ")
 
     def words_of_normalized(self, values, value_splits, n):
         """`words` of `n` lines that a split of the input cannot read, from their normalized code
