@@ -96,28 +96,39 @@ class Viterbi(tf.Module):
         into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
         int64). With `occurrences` (int64), the words are `words[occurrences]`, as
         `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
-        of its words once (it should hold few repeats). With `distinct`, also the distinct words
-        (the words segmented) with their `▁`: a dict of their code points ("values", int32), the
-        byte where each starts in its word ("starts", int64), their row splits ("splits") and the
-        distinct word of each word ("occurrence", int64).
+        of its words once (it should hold few repeats). With `distinct` (needs `occurrences`), also
+        the words of `words` with their `▁`: a dict of their code points ("values", int32), the byte
+        where each starts in its word ("starts", int64) and their row splits ("splits").
 
-        Without `distinct`, given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text
-        without spaces) are first cut between each two characters that no piece holds side by side:
-        no piece crosses there, so every path passes through those places, as through word starts,
-        and the parts are segmented as words are."""
+        Given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text without spaces) are
+        first cut between each two characters that no piece holds side by side: no piece crosses
+        there, so every path passes through those places, as through word starts, and the parts are
+        segmented as words are."""
         space = chr(self._space)
-        if distinct or occurrences is None:
-            return self._by_words(
-                words, word_splits, word_lines, prefix=space, merge=merge, distinct=distinct, occurrences=occurrences
-            )
+        if occurrences is None:
+            return self._by_words(words, word_splits, word_lines, prefix=space, merge=merge)
         words = tf.strings.join([space, words])
         longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
-        words, occurrences, word_splits, word_lines = ops.rare_cond(
-            longest > _CUT_WORDS_LONGER_THAN,
-            lambda: self._cut_words(words, occurrences, word_splits),
-            lambda: (words, occurrences, word_splits, word_lines),
+        cut = longest > _CUT_WORDS_LONGER_THAN
+
+        def whole():
+            # (With `distinct`, `_by_words` decodes the words themselves.)
+            empty = (tf.zeros([0], tf.int32), tf.zeros([0], tf.int64), tf.zeros([1], tf.int64))
+            return (words, occurrences, word_splits, word_lines) + (empty if distinct else ())
+
+        def in_parts():
+            parts = self._cut_words(words, occurrences, word_splits)
+            return parts + (ops.ragged_in_halves(ops.decode_utf8_with_offsets, words) if distinct else ())
+
+        segmented, occurrences, word_splits, word_lines, *decoded = ops.rare_cond(cut, in_parts, whole)
+        result = self._by_words(
+            segmented, word_splits, word_lines, prefix="", merge=merge, distinct=distinct, occurrences=occurrences
         )
-        return self._by_words(words, word_splits, word_lines, prefix="", merge=merge, occurrences=occurrences)
+        if not distinct:
+            return result
+        # The words' own characters: decoded with the cut, or by `_by_words` when nothing was cut.
+        values, starts, splits = tf.cond(cut, lambda: tuple(decoded), lambda: result[2])
+        return result[0], result[1], {"values": values, "starts": starts, "splits": splits}
 
     def _cut_words(self, words, occurrences, word_splits):
         """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
@@ -234,8 +245,7 @@ class Viterbi(tf.Module):
                 lambda: (values, line_splits),
             )
         if distinct:
-            decoded = {"values": distinct_values, "starts": decoded_words[1], "splits": distinct_splits}
-            return values, line_splits, {**decoded, "occurrence": occurrence}
+            return values, line_splits, (distinct_values, decoded_words[1], distinct_splits)
         return values, line_splits
 
     def _word_paths(self, code_points, splits):
