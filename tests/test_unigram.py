@@ -397,6 +397,16 @@ def test_lines_the_split_reads_after_simple_rules():
     assert plain == [[True] * 6, [False] * 6, [False] * 6] and easy == [[True] * 6, [True] * 6, [False] * 6]
 
 
+def test_long_words_without_a_dummy_prefix_are_cut_at_their_start():
+    """Words of more than 64 bytes are cut where no piece crosses before they are segmented. Without
+    a dummy prefix a line's first word has no `▁`, and the distinct words are cut side by side: each
+    is also cut at its start, where the pair with the word before it may well be in a piece."""
+    lines = ["interestinginformationabout" * 3, "thethirdthingthattheytook" * 3, "tea time", "ttt" + "that" * 20]
+    for batch in (lines, lines[::-1]):
+        assert differences("nfkc_no_dummy_prefix", batch) == []
+        assert offset_differences("nfkc_no_dummy_prefix", batch) == []
+
+
 def test_invalid_utf8_by_hand():
     encode, reference = encoders("shared")
     # A truncated three-byte sequence is two invalid bytes: two U+FFFD, which form one unknown piece.

@@ -88,26 +88,28 @@ class Viterbi(tf.Module):
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
             word_lines = ops.row_ids(word_splits)
-            ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
+            if self._words_alone:  # Hugging Face segments each word alone, from 0: not cut
+                ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
+            else:
+                distinct_words, occurrences = words_lib.distinct(words)
+                ids, id_splits = self._segment_pool(distinct_words, occurrences, word_splits, word_lines, merge)
         return ids, id_splits
 
-    def segment_words(self, words, word_splits, word_lines, merge=True, distinct=False, occurrences=None):
-        """Words without their leading `▁` (as `SentencePieceNormalizer.words` gives them), grouped
-        into lines by `word_splits` (and `word_lines`, the line of each) -> (ids int32, row splits
-        int64). With `occurrences` (int64), the words are `words[occurrences]`, as
-        `SentencePieceNormalizer.word_pool` gives them: `words` is then segmented as it is, each
-        of its words once (it should hold few repeats). With `distinct` (needs `occurrences`), also
-        the words of `words` with their `▁`: a dict of their code points ("values", int32), the byte
-        where each starts in its word ("starts", int64) and their row splits ("splits").
+    def segment_words(self, words, word_splits, word_lines, occurrences, merge=True, distinct=False):
+        """Words without their leading `▁`, as `SentencePieceNormalizer.word_pool` gives them: the
+        words of the lines are `words[occurrences]` (int64), grouped into lines by `word_splits` (and
+        `word_lines`, the line of each) -> (ids int32, row splits int64). `words` is segmented as it
+        is, each of its words once (it should hold few repeats). With `distinct`, also the words of
+        `words` with their `▁`: a dict of their code points ("values", int32), the byte where each
+        starts in its word ("starts", int64) and their row splits ("splits")."""
+        words = tf.strings.join([chr(self._space), words])
+        return self._segment_pool(words, occurrences, word_splits, word_lines, merge, distinct)
 
-        Given `occurrences`, words longer than `_CUT_WORDS_LONGER_THAN` (text without spaces) are
-        first cut between each two characters that no piece holds side by side: no piece crosses
-        there, so every path passes through those places, as through word starts, and the parts are
-        segmented as words are."""
-        space = chr(self._space)
-        if occurrences is None:
-            return self._by_words(words, word_splits, word_lines, prefix=space, merge=merge)
-        words = tf.strings.join([space, words])
+    def _segment_pool(self, words, occurrences, word_splits, word_lines, merge=True, distinct=False):
+        """`segment_words` of words that start with their `▁` (but at the start of a line). Words
+        longer than `_CUT_WORDS_LONGER_THAN` (text without spaces) are first cut between each two
+        characters that no piece holds side by side: no piece crosses there, so every path passes
+        through those places, as through word starts, and the parts are segmented as words are."""
         longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
         cut = longest > _CUT_WORDS_LONGER_THAN
 
@@ -131,7 +133,7 @@ class Viterbi(tf.Module):
         return result[0], result[1], {"values": values, "starts": starts, "splits": splits}
 
     def _cut_words(self, words, occurrences, word_splits):
-        """`segment_words`' cut: words (with their `▁`), the word of each occurrence and the line
+        """`_segment_pool`'s cut: words (with their `▁`), the word of each occurrence and the line
         splits of the occurrences -> the same for the parts, the parts' distinct strings as words.
         Only the words that occur are cut: the pool also holds the words of lines as split before
         they were normalized (see `SentencePieceNormalizer.word_pool`), which in text without spaces
@@ -141,10 +143,11 @@ class Viterbi(tf.Module):
         values, splits = ops.ragged_in_halves(ops.decode_utf8, ops.take(words, used))
         size = tf.size(values, out_type=tf.int64)
         # Each character with the one before it (the first of all: with code point 0, which a cut
-        # before a `▁` makes moot).
+        # at a word's start makes moot).
         apart = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
-        # Also before each `▁` (no piece holds one after its start), which starts every word.
-        starts = ops.indices_where(apart | (values == self._space))
+        # Also at each word's start, at its `▁` (no piece holds one after its start) or its line's.
+        word_start = ops.row_ids_and_places(splits)[1] == 0
+        starts = ops.indices_where(apart | (values == self._space) | word_start)
         distinct_parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
         # The parts of each word: a range of `parts`, from the part where the word starts.
         part_splits = ops.search_sorted(starts, splits, out_type=tf.int64)
