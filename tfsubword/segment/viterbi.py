@@ -106,7 +106,7 @@ class Viterbi(tf.Module):
         return self._segment_pool(words, occurrences, word_splits, word_lines, merge, distinct)
 
     def _segment_pool(self, words, occurrences, word_splits, word_lines, merge=True, distinct=False):
-        """`segment_words` of words that start with their `▁` (but at the start of a line). Words
+        """`segment_words` of words that start with their `▁` (a line's first may lack it). Words
         longer than `_CUT_WORDS_LONGER_THAN` (text without spaces) are first cut between each two
         characters that no piece holds side by side: no piece crosses there, so every path passes
         through those places, as through word starts, and the parts are segmented as words are."""
