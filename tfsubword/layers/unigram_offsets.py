@@ -97,9 +97,8 @@ class PieceSpans:
         # The pieces cover the words in order, each word's first piece from its `▁`: those pieces
         # number the words of the pieces (or a mark at the first character of each word, if the
         # `▁` could be an unknown piece).
-        occurrence = occurrences
-        word_values = ops.take(distinct["splits"], occurrence)  # where each word's characters start
-        word_chars = ops.take(distinct["splits"][1:], occurrence) - word_values
+        word_values = ops.take(distinct["splits"], occurrences)  # where each word's characters start
+        word_chars = ops.take(distinct["splits"][1:], occurrences) - word_values
         char_splits = tf.concat([[0], tf.cumsum(word_chars)], axis=0)  # and in the lines, all in turn
         chars = ops.take(self._segmenter.piece_chars, ids)
         piece_starts = tf.cumsum(chars, exclusive=True)

@@ -133,8 +133,9 @@ class Viterbi(tf.Module):
         return result[0], result[1], {"values": values, "starts": starts, "splits": splits}
 
     def _cut_words(self, words, occurrences, word_splits):
-        """`_segment_pool`'s cut: words (with their `▁`), the word of each occurrence and the line
-        splits of the occurrences -> the same for the parts, the parts' distinct strings as words.
+        """`_segment_pool`'s cut: words (from their `▁` or their line's start), the word of each
+        occurrence and the line splits of the occurrences -> the same for the parts, the parts'
+        distinct strings as words.
         Only the words that occur are cut: the pool also holds the words of lines as split before
         they were normalized (see `SentencePieceNormalizer.word_pool`), which in text without spaces
         are whole lines that nothing reads (in the Japanese novel, half of the characters)."""
