@@ -238,18 +238,6 @@ class HuggingFaceTokenizer(TokenizerLayer):
                 or (self.tokenizer.pattern == "gpt2" and components.whole_for_gpt2(self.pre_tokenizer))
             )
         )
-        self._spaces = " "
-        last = self.normalizer[-1] if self.normalizer else {}
-        if (
-            metaspace
-            and self._splitters[1] is None
-            and last.get("type") == "Replace"
-            and last["pattern"] == {"Regex": " {2,}"}
-            and last["content"] in (" ", self.pre_tokenizer[0]["replacement"])
-        ):
-            # Runs of spaces become one (SentencePiece's converted files), then the pre-tokenizer's
-            # character: one pass.
-            self._normalizer_steps, self._spaces = self._normalizer_steps[:-1], " +"
         specials = [token.content.encode("utf-8") for token in self._added if token.special]
         self._skipped = tables.hash_table(specials, [1] * len(specials), 0, tf.string, tf.int32)
 
@@ -298,15 +286,11 @@ class HuggingFaceTokenizer(TokenizerLayer):
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
             replacement = step["replacement"]
             if step["prepend_scheme"] != "never":
-                # A text that starts with a space starts with the character once spaces are rewritten.
-                bare = (tf.strings.length(texts) > 0) & (tf.strings.substr(texts, 0, 1) != " ")
-                bare &= tf.strings.substr(texts, 0, len(replacement.encode())) != replacement
-                if step["prepend_scheme"] == "first":
-                    bare &= first
-                texts = tf.where(bare, tf.strings.join([replacement, texts]), texts)
+                prepended = _prepended(texts, replacement)
+                texts = prepended if step["prepend_scheme"] == "always" else tf.where(first, prepended, texts)
             if isinstance(self.tokenizer, HuggingFaceUnigram):
-                return self.tokenizer.tokenize_spaced(texts, replacement, runs=self._spaces == " +")
-            texts = tf.strings.regex_replace(texts, self._spaces, decoders.rewrite(replacement))
+                return self.tokenizer.tokenize_spaced(texts, replacement)
+            texts = tf.strings.regex_replace(texts, " ", decoders.rewrite(replacement))
         return self.tokenizer.tokenize(texts)
 
     def _normalize(self, texts):
@@ -384,6 +368,16 @@ def _framed(ids, start_ids, end_ids):
     parts = [part for part, used in ((tf.zeros_like(rows), start), (rows, True), (tf.ones_like(rows), end)) if used]
     values, row_splits = ops.gather_rows(values, splits, tf.reshape(tf.stack(parts, axis=1), [-1]))
     return tf.RaggedTensor.from_row_splits(values, row_splits[:: len(parts)], validate=False)
+
+
+def _prepended(texts, character):
+    """`character` before each of the `[n]` strings that is not empty and starts neither with a space
+    nor with it, as `Metaspace` prepends it (a space in front becomes the character anyway): put
+    before every text, then taken away again where one of those follows, in one RE2 pass."""
+    mark = ops.re2_literal(character)
+    return tf.strings.regex_replace(
+        tf.strings.join([character, texts]), f"\\A{mark}( |{mark}|\\z)", "\\1", replace_global=False
+    )
 
 
 def _truncate(ids, limit, side):

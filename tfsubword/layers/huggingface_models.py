@@ -103,26 +103,12 @@ class HuggingFaceUnigram(TokenizerLayer):
         ids, splits = self._segmenter(*ops.decode_utf8(strings))
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
-    def tokenize_spaced(self, strings, replacement, runs=False):
-        """`tokenize` of `strings` with each space (U+0020; each run of spaces with `runs`) written
-        as the character `replacement`, as `Metaspace` writes them: done on the decoded text, where
-        a regex rewrite would cost a match per space."""
+    def tokenize_spaced(self, strings, replacement):
+        """`tokenize` of `strings` with each space (U+0020) written as the character `replacement`, as
+        `Metaspace` writes them: done on the decoded text, where a regex rewrite would cost a match
+        per space."""
         code_points, splits = ops.decode_utf8(strings)
-        space = code_points == ord(" ")
-        if runs:
-            size = tf.size(code_points, out_type=tf.int64)
-            row_start = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32), size[None] + 1)[:-1] > 0
-            repeated = space & tf.concat([[False], space[:-1]], axis=0) & ~row_start
-
-            def without_repeats():
-                kept = ops.indices_where(~repeated)
-                dropped_before = ops.search_sorted(ops.indices_where(repeated), splits, out_type=tf.int64)
-                return ops.take(code_points, kept), ops.take(space, kept), splits - dropped_before
-
-            code_points, space, splits = ops.rare_cond(
-                tf.reduce_any(repeated), without_repeats, lambda: (code_points, space, splits)
-            )
-        code_points = tf.where(space, ord(replacement), code_points)
+        code_points = tf.where(code_points == ord(" "), ord(replacement), code_points)
         ids, id_splits = self._segmenter(code_points, splits)
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 

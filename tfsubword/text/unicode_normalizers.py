@@ -79,13 +79,14 @@ class CharacterRewrite(tf.Module):
         self._no_special_but_ascii = ops.re2_none_of(beyond_ascii) if self._ascii_lower else None
 
     def __call__(self, strings):
-        rewritten = ~tf.strings.regex_full_match(strings, self._plain)
         if self._ascii_lower:
-            ascii = rewritten & tf.strings.regex_full_match(strings, self._no_special_but_ascii)
+            # Plain texts match too, and lowering leaves them as they are (their capitals would be special).
+            ascii = tf.strings.regex_full_match(strings, self._no_special_but_ascii)
             strings = tf.where(ascii, tf.strings.lower(strings), strings)
-            rewritten &= ~ascii
-        rewritten = ops.indices_where(rewritten)
-        return ops.rewrite_rows(strings, rewritten, self.rewrite)
+            rewritten = ~ascii
+        else:
+            rewritten = ~tf.strings.regex_full_match(strings, self._plain)
+        return ops.rewrite_rows(strings, ops.indices_where(rewritten), self.rewrite)
 
     def rewrite(self, strings):
         """Every one of the `[n]` strings decoded and rewritten (`__call__` first picks those it changes)."""
