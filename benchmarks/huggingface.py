@@ -15,7 +15,8 @@ the loaded layer, the bare layer (`WordPieceLayer`, `BPELayer` or `HuggingFaceUn
 options, given the text already normalized for Llama-2 and GPT-NeoX, normalized and pre-tokenized for
 T5, and a batch's words, flattened, for files whose pre-tokenizer cuts words), and
 Hugging Face `tokenizers` itself (one thread, for reference), on the corpora of `realtext.py` at
-each batch size, interleaved, medians.
+each batch size. The loaded layer is timed against each of the other two in rounds of its own,
+interleaved, medians.
 Ratio = loaded speed / other speed (1.0 against bare: loading costs nothing).
 """
 
@@ -240,8 +241,11 @@ def main():
         for corpus, lines in texts.items():
             for batch in arguments.batches:
                 runners, _ = rt.runners(found, lines, batch, arguments)
-                seconds = rt.timed(runners, arguments.rounds)
                 for other in (BARE, HF):
+                    # Each comparison in rounds of its own: a layer run right after Hugging Face's
+                    # call is slower (benchmarks/RESULTS.md), and in rounds of three the loaded
+                    # layer came after it more often than the bare one.
+                    seconds = rt.timed({name: runners[name] for name in (LOADED, other)}, arguments.rounds)
                     ratios.setdefault((batch, other), {})[corpus] = seconds[other] / seconds[LOADED]
         keys = list(ratios)
         print(f"\n### {family}: loaded speed / other speed ({arguments.rounds} rounds, medians)\n")

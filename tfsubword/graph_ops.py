@@ -148,6 +148,18 @@ def ragged_in_halves(ragged_of, rows):
     return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
 
 
+def strings_in_halves(function, strings, from_size):
+    """`function(strings)` for a function of `[n]` strings to `[n]` strings, one string each; from
+    `from_size` strings, as two calls on the first and second half, which run at once (most of a
+    normalizer's ops run on one thread each)."""
+
+    def in_halves():
+        half = tf.size(strings) // 2
+        return tf.concat([function(strings[:half]), function(strings[half:])], axis=0)
+
+    return rare_cond(tf.size(strings) >= from_size, in_halves, lambda: function(strings))
+
+
 def rows_in_halves(values, row_splits):
     """Rows (`values`, int64 `row_splits`) cut in two at the first row boundary at or past their
     middle value, for work on each half that runs at once: (rows in the first half, (values, row

@@ -26,6 +26,8 @@ from tfsubword.text.added_tokens import AddedTokens, tokenize_around
 from tfsubword.text.pre_tokenizers import PreTokenizer
 
 _SIDES = ("right", "left")
+# From this many texts, the normalizer runs on two halves at once.
+_HALVES_FROM = 256
 
 
 def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):
@@ -295,9 +297,15 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     def _normalize(self, texts):
         """The steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
-        for step in self._normalizer_steps:
-            texts = step(texts)
-        return texts
+
+        def normalized(texts):
+            for step in self._normalizer_steps:
+                texts = step(texts)
+            return texts
+
+        if not self._normalizer_steps:
+            return texts
+        return ops.strings_in_halves(normalized, texts, _HALVES_FROM)
 
     def _pad(self, ragged, value):
         if self.sequence_length is None and not self.pad_to_longest:
