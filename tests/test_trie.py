@@ -29,6 +29,20 @@ def test_walks_stop_at_the_limit_and_skip_unrooted_positions():
     assert values.numpy().tolist() == [2, -1, -1, 1, -1, -1]
 
 
+def test_keys_longer_than_the_unrolled_steps():
+    # Runs of "a" of these lengths, value = length: from each position of one 75-character word, the
+    # longest run that fits in what is left of it. 33 to 70 characters take the loop after the
+    # unrolled steps, in a graph and eagerly.
+    lengths = [1, 5, 31, 32, 33, 40, 70]
+    trie = Trie(["a" * n for n in lengths], lengths)
+    expected = [max(n for n in lengths if n <= 75 - p) for p in range(75)]
+    args = (code_points("a" * 75), tf.zeros([75], tf.int32), tf.fill([75], 75))
+    for walk in (trie.longest_matches, tf.function(trie.longest_matches)):
+        ends, values = walk(*args)
+        assert values.numpy().tolist() == expected
+        assert ends.numpy().tolist() == [p + n for p, n in enumerate(expected)]
+
+
 def test_continuation_root():
     trie = Trie(["un", "##aff", "##able", "##a"], [0, 1, 2, 3])
     assert trie.node("##") > 0

@@ -4,8 +4,8 @@ A set of strings becomes a trie whose transitions live in one hash table, keyed 
 `node * 0x110000 + code point`. Matching is done in two vectorized steps over a whole batch of words:
 
 1. `Trie.longest_matches`: from every position at once, walk the trie along the text and keep the
-   longest string of the set that starts there. The loop runs as many times as the longest walk (at
-   most the longest string of the set plus one), whatever the number or length of the words.
+   longest string of the set that starts there. It takes as many steps as the longest walk (at most
+   the longest string of the set), whatever the number or length of the words.
 2. `greedy_path`: follow the chain "position -> end of its longest match" from each word start by
    pointer doubling, in log2(longest word) steps.
 
@@ -28,8 +28,10 @@ _CODE_POINTS = 0x110000
 _NO_CHARACTER = np.int64(-(2**62))
 # `pack_key`: values are int32, so below 2**31: a key's length shifted by this, plus its value, orders keys by length.
 _VALUE_BITS = np.int64(31)
-# `matches_by_end` takes this many steps of its walk between checks that some walk is alive.
+# Walks take this many steps between checks that some walk is alive.
 _CHUNK = 4
+# `Trie.longest_matches` unrolls this many steps at most; walks through longer keys go on in a loop.
+_UNROLLED_STEPS = 32
 # `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters:
 # most walks are still alive there, and slices of the text are cheaper than gathers of the live ones.
 _DENSE_STEPS = 3
@@ -45,7 +47,9 @@ class Trie(tf.Module):
         super().__init__(name=name)
         children = {}
         node_values = [-1]
+        self._longest = 1
         for key, value in zip(keys, values):
+            self._longest = max(self._longest, len(key))
             node = 0
             for char in key:
                 edge = (node, ord(char))
@@ -92,46 +96,60 @@ class Trie(tf.Module):
         # that no transition takes. Walks then carry no position or limit, only their origin.
         following = tf.where(limits > positions + 1, tf.concat([chars[1:], [_NO_CHARACTER]], axis=0), _NO_CHARACTER)
         origins = ops.indices_where((start_nodes >= 0) & (limits > positions))
-        # Keys found, as their origins and `pack_key`s.
-        # Seeded with an empty block: concatenating a TensorArray with no elements fails.
-        found_at, found = (
-            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
-                0, tf.zeros([0], tf.int64)
-            )
-            for _ in range(2)
-        )
 
-        def step(length, origins, node, reading, found_at, found):
+        def step(length, origins, node, reading):
+            """Walks that have read `length` characters read one more: the keys they end (origins and
+            `pack_key`s), and the walks still alive."""
             child = self._transitions.lookup(tf.cast(node, tf.int64) * _CODE_POINTS + reading)
             value = ops.take(self._node_values, child + 1)
             accepted = ops.indices_where(value >= 0)
-            found_at = found_at.write(length + 1, ops.take(origins, accepted))
             length_after = tf.cast(length + 1, tf.int64)
-            found = found.write(length + 1, pack_key(length_after, ops.take(value, accepted)))
+            found = (ops.take(origins, accepted), pack_key(length_after, ops.take(value, accepted)))
             alive = ops.indices_where(child >= 0)
             origins = ops.take(origins, alive)
-            return (
-                length + 1,
-                origins,
-                ops.take(child, alive),
-                ops.take(following, origins + length_after - 1),
-                found_at,
-                found,
+            return found, (origins, ops.take(child, alive), ops.take(following, origins + length_after - 1))
+
+        # Steps come unrolled in chunks, the next chunk only if some walk is alive: a loop iteration's
+        # plumbing costs more than a step's ops. Keys longer than the unrolled steps finish in a loop.
+        def chunks(first, walks):
+            found = []
+            length = min(first + _CHUNK, self._longest)
+            for taken in range(first, length):
+                keys, walks = step(taken, *walks)
+                found.append(keys)
+            if length < self._longest:
+                more = tf.cond(
+                    tf.size(walks[0]) > 0,
+                    lambda: chunks(length, walks) if length < _UNROLLED_STEPS else loop(length, walks),
+                    lambda: (tf.zeros([0], tf.int64), tf.zeros([0], tf.int64)),
+                )
+                found.append(more)
+            return tuple(tf.concat(part, axis=0) for part in zip(*found))
+
+        def loop(length, walks):
+            # Seeded with an empty block: concatenating a TensorArray with no elements fails.
+            found_at, found = (
+                tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
+                    0, tf.zeros([0], tf.int64)
+                )
+                for _ in range(2)
             )
 
-        _, _, _, _, found_at, found = tf.while_loop(
-            lambda length, origins, *_: tf.size(origins) > 0,
-            step,
-            (
-                tf.constant(0),
-                origins,
-                ops.take(start_nodes, origins),
-                ops.take(chars, origins),
-                found_at,
-                found,
-            ),
-        )
-        return longest_of(found_at.concat(), found.concat(), size)
+            def body(length, origins, node, reading, found_at, found):
+                (keys_at, keys), walks = step(length, origins, node, reading)
+                written = length + 1 - start
+                return (length + 1, *walks, found_at.write(written, keys_at), found.write(written, keys))
+
+            start = length
+            *_, found_at, found = tf.while_loop(
+                lambda length, origins, *_: tf.size(origins) > 0,
+                body,
+                (tf.constant(length), *walks, found_at, found),
+            )
+            return found_at.concat(), found.concat()
+
+        found_at, found = chunks(0, (origins, ops.take(start_nodes, origins), ops.take(chars, origins)))
+        return longest_of(found_at, found, size)
 
     def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
