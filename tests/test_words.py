@@ -47,6 +47,24 @@ def test_many_distinct_words_are_segmented_in_two_halves():
     assert calls == [count // 2, count - count // 2]
 
 
+def test_many_texts_are_split_and_made_distinct_in_two_halves():
+    calls = []
+
+    def split(texts):
+        calls.append(int(tf.size(texts)))
+        parts = tf.strings.split(texts)
+        return parts.flat_values, parts.row_splits
+
+    count = words._TEXT_HALVES_FROM + 3
+    texts = [f"w{i % 7} x{i % 3}" for i in range(count)]
+    unique, index, line_splits = (t.numpy().tolist() for t in words.split_distinct(tf.constant(texts), split))
+    in_order = [word.encode() for text in texts for word in text.split()]
+    assert sorted(unique) == sorted(set(in_order))
+    assert [unique[i] for i in index] == in_order
+    assert line_splits == list(range(0, 2 * count + 1, 2))
+    assert calls == [count // 2, count - count // 2]
+
+
 def test_encode_with_spans_adds_each_word_start():
     def spans(batch):
         values, splits = letters(batch)

@@ -17,11 +17,39 @@ from tfsubword import graph_ops as ops
 
 # From this many words to segment, `segment_distinct` segments them in two halves that run at once.
 _HALVES_FROM = 1024
+# From this many texts, `split_distinct` splits them and finds their distinct words in two halves at once.
+_TEXT_HALVES_FROM = 512
 
 
 def distinct(words):
     """`[m]` words -> (the distinct words `[d]`, the index of each word among them, int64 `[m]`)."""
     return tf.unique(words, out_idx=tf.int64)
+
+
+def split_distinct(texts, split):
+    """`[n]` texts -> (the distinct words `[d]`, the index of each word among them int64 `[m]`, the row
+    splits of the words by text int64 `[n + 1]`), where `split` maps texts to (words `[m]`, row splits).
+
+    Many texts in two halves at once, whose distinct words are then merged: splitting and `tf.unique`
+    each run on one thread, and a batch's distinct words are a fraction of its words."""
+
+    def whole(texts):
+        words, line_splits = split(texts)
+        return (*distinct(words), line_splits)
+
+    def in_halves():
+        half = tf.size(texts) // 2
+        first_words, first_index, first_splits = whole(texts[:half])
+        second_words, second_index, second_splits = whole(texts[half:])
+        merged, index = distinct(tf.concat([first_words, second_words], axis=0))
+        second_index += tf.size(first_words, out_type=tf.int64)
+        return (
+            merged,
+            ops.take(index, tf.concat([first_index, second_index], axis=0)),
+            tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0),
+        )
+
+    return ops.rare_cond(tf.size(texts) >= _TEXT_HALVES_FROM, in_halves, lambda: whole(texts))
 
 
 def segment_distinct(words, segment, whole_words=None, spans=False, span_unit="BYTE"):
@@ -70,8 +98,16 @@ def encode(words, line_splits, segment, whole_words=None, word_starts=None, span
     as in `segment_distinct`, and the result is (ids, starts, ends, line splits), spans in the lines
     (`span_unit`: as in `segment_distinct`, of `word_starts` too).
     """
+    return _encode_distinct(*distinct(words), line_splits, segment, whole_words, word_starts, span_unit)
+
+
+def encode_texts(texts, split, segment, whole_words=None):
+    """`encode` of the words that `split` finds in `[n]` texts (as in `split_distinct`)."""
+    return _encode_distinct(*split_distinct(texts, split), segment, whole_words)
+
+
+def _encode_distinct(unique, occurrence, line_splits, segment, whole_words=None, word_starts=None, span_unit="BYTE"):
     spans = word_starts is not None
-    unique, occurrence = distinct(words)
     values, splits = segment_distinct(unique, segment, whole_words, spans, span_unit)
     values, line_value_splits, word_splits = to_lines(values, splits, occurrence, line_splits)
     if not spans:

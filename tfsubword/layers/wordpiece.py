@@ -128,8 +128,9 @@ class WordPieceLayer(TokenizerLayer):
 
     def _tokenize_strings(self, strings):
         def by_distinct_words():
-            coarse, line_splits = self._normalizer.coarse_split(strings)
-            return words.encode(coarse, line_splits, self._pieces_of_coarse_words, self._segmenter.whole_words)
+            return words.encode_texts(
+                strings, self._normalizer.coarse_split, self._pieces_of_coarse_words, self._segmenter.whole_words
+            )
 
         ids, splits = ops.rare_cond(
             tf.reduce_sum(tf.strings.length(strings)) <= _WHOLE_TEXTS_AT_MOST,
