@@ -11,8 +11,8 @@ from tfsubword.segment.wordpiece import WordPiece
 from tfsubword.text.bert import BertNormalizer
 
 # Batches of at most this many bytes are normalized and pieced as whole texts: finding the distinct
-# coarse words of a line or two and looking those up first takes more ops than it saves.
-_WHOLE_TEXTS_AT_MOST = 1024
+# coarse words of a few dozen short lines and looking those up first takes more ops than it saves.
+_WHOLE_TEXTS_AT_MOST = 8192
 
 
 @keras.saving.register_keras_serializable(package="tfsubword")
