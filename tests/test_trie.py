@@ -29,10 +29,10 @@ def test_walks_stop_at_the_limit_and_skip_unrooted_positions():
     assert values.numpy().tolist() == [2, -1, -1, 1, -1, -1]
 
 
-def test_keys_longer_than_the_unrolled_steps():
+def test_keys_longer_than_a_chunk_of_steps():
     # Runs of "a" of these lengths, value = length: from each position of one 75-character word, the
-    # longest run that fits in what is left of it. 33 to 70 characters take the loop after the
-    # unrolled steps, in a graph and eagerly.
+    # longest run that fits in what is left of it. Walks end within a chunk of steps or after many,
+    # in a graph and eagerly.
     lengths = [1, 5, 31, 32, 33, 40, 70]
     trie = Trie(["a" * n for n in lengths], lengths)
     expected = [max(n for n in lengths if n <= 75 - p) for p in range(75)]

@@ -30,8 +30,6 @@ _NO_CHARACTER = np.int64(-(2**62))
 _VALUE_BITS = np.int64(31)
 # Walks take this many steps between checks that some walk is alive.
 _CHUNK = 4
-# `Trie.longest_matches` unrolls this many steps at most; walks through longer keys go on in a loop.
-_UNROLLED_STEPS = 32
 # `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters:
 # most walks are still alive there, and slices of the text are cheaper than gathers of the live ones.
 _DENSE_STEPS = 3
@@ -47,9 +45,7 @@ class Trie(tf.Module):
         super().__init__(name=name)
         children = {}
         node_values = [-1]
-        self._longest = 1
         for key, value in zip(keys, values):
-            self._longest = max(self._longest, len(key))
             node = 0
             for char in key:
                 edge = (node, ord(char))
@@ -109,47 +105,30 @@ class Trie(tf.Module):
             origins = ops.take(origins, alive)
             return found, (origins, ops.take(child, alive), ops.take(following, origins + length_after - 1))
 
-        # Steps come unrolled in chunks, the next chunk only if some walk is alive: a loop iteration's
-        # plumbing costs more than a step's ops. Keys longer than the unrolled steps finish in a loop.
-        def chunks(first, walks):
-            found = []
-            length = min(first + _CHUNK, self._longest)
-            for taken in range(first, length):
-                keys, walks = step(taken, *walks)
-                found.append(keys)
-            if length < self._longest:
-                more = tf.cond(
-                    tf.size(walks[0]) > 0,
-                    lambda: chunks(length, walks) if length < _UNROLLED_STEPS else loop(length, walks),
-                    lambda: (tf.zeros([0], tf.int64), tf.zeros([0], tf.int64)),
-                )
-                found.append(more)
-            return tuple(tf.concat(part, axis=0) for part in zip(*found))
-
-        def loop(length, walks):
-            # Seeded with an empty block: concatenating a TensorArray with no elements fails.
-            found_at, found = (
-                tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
-                    0, tf.zeros([0], tf.int64)
-                )
-                for _ in range(2)
+        # Each loop iteration takes `_CHUNK` steps: an iteration's plumbing costs more than a step's
+        # ops, and steps past the walks' end run on empty tensors. Seeded with an empty block:
+        # concatenating a TensorArray with no elements fails.
+        found_at, found = (
+            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
+                0, tf.zeros([0], tf.int64)
             )
+            for _ in range(2)
+        )
 
-            def body(length, origins, node, reading, found_at, found):
-                (keys_at, keys), walks = step(length, origins, node, reading)
-                written = length + 1 - start
-                return (length + 1, *walks, found_at.write(written, keys_at), found.write(written, keys))
+        def chunk(chunks, origins, node, reading, found_at, found):
+            walks, keys = (origins, node, reading), []
+            for taken in range(_CHUNK):
+                ended, walks = step(chunks * _CHUNK + taken, *walks)
+                keys.append(ended)
+            keys_at, keys = (tf.concat(part, axis=0) for part in zip(*keys))
+            return (chunks + 1, *walks, found_at.write(chunks + 1, keys_at), found.write(chunks + 1, keys))
 
-            start = length
-            *_, found_at, found = tf.while_loop(
-                lambda length, origins, *_: tf.size(origins) > 0,
-                body,
-                (tf.constant(length), *walks, found_at, found),
-            )
-            return found_at.concat(), found.concat()
-
-        found_at, found = chunks(0, (origins, ops.take(start_nodes, origins), ops.take(chars, origins)))
-        return longest_of(found_at, found, size)
+        *_, found_at, found = tf.while_loop(
+            lambda chunks, origins, *_: tf.size(origins) > 0,
+            chunk,
+            (tf.constant(0), origins, ops.take(start_nodes, origins), ops.take(chars, origins), found_at, found),
+        )
+        return longest_of(found_at.concat(), found.concat(), size)
 
     def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
