@@ -7,8 +7,9 @@ pieces back:
 
     words of the lines -> distinct words -> (whole-word lookup | segment the misses) -> pieces per line
 
-`encode` runs it all; a layer with steps of its own in between (the unigram model's near-tie words)
-calls `distinct`, `segment_distinct` and `to_lines` itself.
+`encode` runs it all (`encode_texts` from the texts and a split, which a large batch runs in halves);
+a layer with steps of its own in between (the unigram model's near-tie words) calls `distinct`,
+`segment_distinct` and `to_lines` itself.
 """
 
 import tensorflow as tf
