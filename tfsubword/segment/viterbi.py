@@ -9,6 +9,7 @@ words are segmented in two halves that run at once, and words of more than 64 by
 spaces) are first cut where no piece crosses.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
@@ -27,6 +28,7 @@ _UNROLLED_STEPS = (16, 32)
 _CUT_WORDS_LONGER_THAN = 64
 # From this many distinct words, `_word_paths` segments them in two halves at once.
 _HALVES_FROM = 4096
+_EXPONENT_BITS = np.int64(0x7FF0000000000000)  # of a float64
 _CODE_POINT_BITS = 21  # U+10FFFF fits: the key of two code points side by side (`_pair_keys`) is below 1 << 42
 
 
@@ -37,10 +39,11 @@ class Viterbi(tf.Module):
     space symbol when words can be segmented one by one (no piece holds it after its start), else None.
 
     With `words_alone` (Hugging Face's `Unigram`), each word (from a space symbol to the next, or the
-    whole text without `space`) is segmented alone, from 0, in double precision, and its unknown pieces
-    are merged within it; the unknown pieces of the lattice, and pieces `unknown_as` read in the text,
-    then become `unknown_as`. With `byte_ids` too, such runs become bytes instead (see
-    `unknowns.fused_as_bytes`; `unknown_text`: the text of the piece `unknown_as`).
+    whole text without `space`) is segmented alone, from 0, in double precision (long words in parts:
+    see `_alone_in_parts`), and its unknown pieces are merged within it; the unknown pieces of the
+    lattice, and pieces `unknown_as` read in the text, then become `unknown_as`. With `byte_ids` too,
+    such runs become bytes instead (see `unknowns.fused_as_bytes`; `unknown_text`: the text of the
+    piece `unknown_as`).
     """
 
     def __init__(
@@ -70,8 +73,8 @@ class Viterbi(tf.Module):
         self.by_words = space is not None
         self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
         self.byte_ids = None if byte_ids is None else tables.constant(byte_ids, tf.int32, shape=[256])
-        if self.by_words:
-            # The pairs of characters side by side in a piece, for `_cut_words`: no piece crosses
+        if self.by_words or words_alone:
+            # The pairs of characters side by side in a piece, for `_parts`: no piece crosses
             # between two characters that are not one of them.
             pairs = sorted(
                 {(ord(key[i - 1]) << _CODE_POINT_BITS) | ord(key[i]) for key in keys for i in range(1, len(key))}
@@ -88,8 +91,13 @@ class Viterbi(tf.Module):
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
             word_lines = ops.row_ids(word_splits)
-            if self._words_alone:  # Hugging Face segments each word alone, from 0: not cut
-                ids, id_splits = self._by_words(words, word_splits, word_lines, prefix="", merge=merge)
+            if self._words_alone:
+                longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
+                ids, id_splits = ops.rare_cond(
+                    longest > _CUT_WORDS_LONGER_THAN,
+                    lambda: self._alone_in_parts(words, word_splits, merge),
+                    lambda: self._by_words(words, word_splits, word_lines, prefix="", merge=merge),
+                )
             else:
                 distinct_words, occurrences = words_lib.distinct(words)
                 ids, id_splits = self._segment_pool(distinct_words, occurrences, word_splits, word_lines, merge)
@@ -140,21 +148,73 @@ class Viterbi(tf.Module):
         they were normalized (see `SentencePieceNormalizer.word_pool`), which in text without spaces
         are whole lines that nothing reads (in the Japanese novel, half of the characters)."""
         used, occurrences = tf.unique(occurrences, out_idx=tf.int64)
-        # Decoded in halves, which run at once (one thread each).
-        values, splits = ops.ragged_in_halves(ops.decode_utf8, ops.take(words, used))
-        size = tf.size(values, out_type=tf.int64)
-        # Each character with the one before it (the first of all: with code point 0, which a cut
-        # at a word's start makes moot).
-        apart = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
-        # Also at each word's start, at its `▁` (no piece holds one after its start) or its line's.
-        word_start = ops.row_ids_and_places(splits)[1] == 0
-        starts = ops.indices_where(apart | (values == self._space) | word_start)
-        distinct_parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
-        # The parts of each word: a range of `parts`, from the part where the word starts.
-        part_splits = ops.search_sorted(starts, splits, out_type=tf.int64)
+        # Also at each `▁` (no piece holds one after its start).
+        _, _, distinct_parts, part, part_splits = self._parts(ops.take(words, used), at_space=True)
         part_of_occurrence, occurrence_splits = ops.gather_rows(part, part_splits, occurrences)
         line_splits = ops.take(occurrence_splits, word_splits)
         return distinct_parts, part_of_occurrence, line_splits, ops.row_ids(line_splits)
+
+    def _parts(self, words, at_space=False):
+        """Words cut at their start and between each two characters that no piece holds side by side
+        (and at each `▁` with `at_space`) -> (their code points, row splits, the distinct parts, the
+        part at each place, int64, and the row splits of the places by word: a word's parts are a
+        range of them, from the part where it starts)."""
+        # Decoded in halves, which run at once (one thread each).
+        values, splits = ops.ragged_in_halves(ops.decode_utf8, words)
+        size = tf.size(values, out_type=tf.int64)
+        # Each character with the one before it (the first of all: with code point 0, which the cut
+        # at a word's start makes moot).
+        cuts = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
+        cuts |= ops.row_ids_and_places(splits)[1] == 0
+        if at_space:
+            cuts |= values == self._space
+        starts = ops.indices_where(cuts)
+        parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
+        return values, splits, parts, part, ops.search_sorted(starts, splits, out_type=tf.int64)
+
+    def _alone_in_parts(self, words, word_splits, merge):
+        """`_by_words` of Hugging Face's words when some are long (text without spaces): each distinct
+        word cut where no piece crosses, each distinct part segmented once, from 0 in double
+        precision, and the parts' pieces joined back into their words. A word's path passes through
+        its cuts, but Hugging Face adds its scores from the word's start: a part decided at another
+        offset rounds otherwise, which can change a choice only where a lead over the runner-up is
+        within the rounding (at most 4 ulps per character at the scores' magnitude there). The
+        words with such a part (rare: a near-tie) are segmented again whole."""
+        unique, occurrence = words_lib.distinct(words)
+        n = tf.size(unique, out_type=tf.int64)
+        values, splits, parts, part, part_splits = self._parts(unique)
+        part_values, part_value_splits = ops.ragged_in_halves(ops.decode_utf8, parts)
+        paths = self._word_paths(part_values, part_value_splits)
+        n_parts = tf.size(parts, out_type=tf.int64)
+        pieces, splits_by_part = ops.gather_rows(paths["piece"], ops.splits_from_row_ids(paths["rows"], n_parts), part)
+        piece_splits = ops.take(splits_by_part, part_splits)
+
+        # Each part where it stands: the score of its word before it, and its smallest lead.
+        word_of_part = ops.row_ids(part_splits)
+        totals = tf.cumsum(ops.take(paths["total"], part), exclusive=True)
+        before = totals - ops.take(totals, ops.take(part_splits, word_of_part))
+        length = tf.cast(ops.take(part_value_splits[1:] - part_value_splits[:-1], part), tf.float64)
+        lead = ops.take(tf.math.unsorted_segment_min(paths["gap"], paths["rows"], n_parts), part)
+        magnitude = (tf.abs(before) + (length + 1) * self.lattice.max_score_magnitude) * (1 + 1e-6) + 1
+        near_tie = ~(lead > 4 * (length + 2) * _double_ulp(magnitude))
+        fragile = tf.unique(ops.take(word_of_part, ops.indices_where(near_tie)))[0]
+
+        def segment_again():
+            again_values, again_splits = ops.gather_rows(values, splits, fragile)
+            again = self.lattice.best_paths(again_values, again_splits, tf.float64)
+            k = tf.size(fragile, out_type=tf.int64)
+            table = tf.concat([pieces, again["piece"]], axis=0)
+            table_splits = tf.concat(
+                [piece_splits, piece_splits[-1] + ops.splits_from_row_ids(again["rows"], k)[1:]], axis=0
+            )
+            rows = tf.tensor_scatter_nd_update(tf.range(n), fragile[:, None], n + tf.range(k))
+            return ops.gather_rows(table, table_splits, rows)
+
+        pieces, piece_splits = ops.rare_cond(tf.size(fragile) > 0, segment_again, lambda: (pieces, piece_splits))
+        if merge:
+            pieces, piece_splits = self._unknowns(pieces, piece_splits, values)
+        values, line_splits, _ = words_lib.to_lines(pieces, piece_splits, occurrence, word_splits)
+        return values, line_splits
 
     def _exact(self, code_points, splits, merge=True):
         paths = self.lattice.best_paths(code_points, splits, tf.float32)
@@ -289,3 +349,10 @@ class Viterbi(tf.Module):
 def _pair_keys(first, second):
     """Code points side by side -> one int64 key per pair."""
     return tf.bitwise.left_shift(tf.cast(first, tf.int64), _CODE_POINT_BITS) | tf.cast(second, tf.int64)
+
+
+def _double_ulp(magnitude):
+    """A double-precision ulp at `magnitude` (float64, positive): 2 ** (floor(log2(magnitude)) - 52),
+    read off the exponent bits."""
+    exponent = tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS)
+    return tf.bitcast(exponent, tf.float64) * 2.0**-52
