@@ -26,6 +26,8 @@ _UNROLLED_STEPS = (16, 32)
 # Words of more UTF-8 bytes than this (with their `▁`) are cut where no piece crosses (see
 # `segment_words`): the Viterbi loop takes one step per character of the longest word.
 _CUT_WORDS_LONGER_THAN = 64
+# Hugging Face's words (`words_alone`) are cut when one has more bytes than this.
+_CUT_ALONE_WORDS_LONGER_THAN = 128
 # From this many distinct words, `_word_paths` segments them in two halves at once.
 _HALVES_FROM = 4096
 _EXPONENT_BITS = np.int64(0x7FF0000000000000)  # of a float64
@@ -94,7 +96,7 @@ class Viterbi(tf.Module):
             if self._words_alone:
                 longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
                 ids, id_splits = ops.rare_cond(
-                    longest > _CUT_WORDS_LONGER_THAN,
+                    longest > _CUT_ALONE_WORDS_LONGER_THAN,
                     lambda: self._alone_in_parts(words, word_splits, merge),
                     lambda: self._by_words(words, word_splits, word_lines, prefix="", merge=merge),
                 )
