@@ -9,7 +9,6 @@ words are segmented in two halves that run at once, and words of more than 64 by
 spaces) are first cut where no piece crosses.
 """
 
-import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
@@ -30,7 +29,6 @@ _CUT_WORDS_LONGER_THAN = 64
 _CUT_ALONE_WORDS_LONGER_THAN = 128
 # From this many distinct words, `_word_paths` segments them in two halves at once.
 _HALVES_FROM = 4096
-_EXPONENT_BITS = np.int64(0x7FF0000000000000)  # of a float64
 _CODE_POINT_BITS = 21  # U+10FFFF fits: the key of two code points side by side (`_pair_keys`) is below 1 << 42
 
 
@@ -198,7 +196,7 @@ class Viterbi(tf.Module):
         length = tf.cast(ops.take(part_value_splits[1:] - part_value_splits[:-1], part), tf.float64)
         lead = ops.take(tf.math.unsorted_segment_min(paths["gap"], paths["rows"], n_parts), part)
         magnitude = (tf.abs(before) + (length + 1) * self.lattice.max_score_magnitude) * (1 + 1e-6) + 1
-        near_tie = ~(lead > 4 * (length + 2) * _double_ulp(magnitude))
+        near_tie = ~(lead > 4 * (length + 2) * viterbi_exact.ulp(magnitude, mantissa_bits=52))
         fragile = tf.unique(ops.take(word_of_part, ops.indices_where(near_tie)))[0]
 
         def segment_again():
@@ -351,10 +349,3 @@ class Viterbi(tf.Module):
 def _pair_keys(first, second):
     """Code points side by side -> one int64 key per pair."""
     return tf.bitwise.left_shift(tf.cast(first, tf.int64), _CODE_POINT_BITS) | tf.cast(second, tf.int64)
-
-
-def _double_ulp(magnitude):
-    """A double-precision ulp at `magnitude` (float64, positive): 2 ** (floor(log2(magnitude)) - 52),
-    read off the exponent bits."""
-    exponent = tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS)
-    return tf.bitcast(exponent, tf.float64) * 2.0**-52

@@ -65,10 +65,11 @@ def fragile(lattice, suspects, occurrence, word_lines, line_word_splits, total, 
     return ops.take(suspects, fragile)
 
 
-def ulp(magnitude):
-    """A single-precision ulp at float64 `magnitude` (positive): 2 ** (floor(log2(magnitude)) -
-    23), read off the exponent bits."""
-    return tf.bitcast(tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS), tf.float64) * 2.0**-23
+def ulp(magnitude, mantissa_bits=23):
+    """An ulp at float64 `magnitude` (positive) of a float with `mantissa_bits` (23: single precision,
+    52: double): 2 ** (floor(log2(magnitude)) - mantissa_bits), read off the exponent bits."""
+    exponent = tf.bitwise.bitwise_and(tf.bitcast(magnitude, tf.int64), _EXPONENT_BITS)
+    return tf.bitcast(exponent, tf.float64) * 2.0**-mantissa_bits
 
 
 def scores_before(lattice, fragile, occurrence, word_lines, line_word_splits, raw, distinct):
