@@ -33,6 +33,9 @@ and one lookup each (the least a word-level tokenizer does: no normalization, no
 that plus the layer's own segmentation core on the distinct words (WordPiece: lowercased, the
 longest-token walk from every position of the words that are no token; Unigram: the best paths
 through every distinct word), without the rest of the layer (normalization, assembling the ids).
+WordPiece also gets the walk after BERT's rules, the work the anchor does: the distinct words of the
+layer's coarse split that are no token, normalized as the layer does (cleaning, case, accents,
+punctuation and CJK), then walked; still without the greedy path and assembling the ids.
 
 Every system runs in this one process, interleaved round after round; medians over rounds. Each
 anchor is timed against tfsubword in rounds of their own: a layer run right after a Python library's
@@ -117,18 +120,30 @@ def wordpiece_systems(mix, directory, floors=False):
     if not floors:
         return systems
     words = _distinct_words_floor(tokens)
-    segmenter = layer._segmenter
+    normalizer, segmenter = layer._normalizer, layer._segmenter
 
-    def walk(texts):
-        distinct, ids = words(tf.strings.lower(texts, encoding="utf-8"))
-        code_points, splits = ops.decode_utf8(ops.take(distinct, ops.indices_where(ids < 0)))
+    def walk_through(code_points, splits):
         rows = ops.row_ids(splits)
         bounds = tf.cast(splits, tf.int32)
         starts, limits = ops.take(bounds, rows), ops.take(bounds[1:], rows)
         roots = tf.where(tf.range(tf.size(code_points)) == starts, 0, segmenter._continuation_root)
         return segmenter._trie.longest_matches(code_points, roots, limits)[0]
 
-    return systems | _floor_systems(words, walk, "lowercase, walk")
+    def walk(texts):
+        distinct, ids = words(tf.strings.lower(texts, encoding="utf-8"))
+        return walk_through(*ops.decode_utf8(ops.take(distinct, ops.indices_where(ids < 0))))
+
+    def bert_rules_and_walk(texts):
+        distinct, _ = tf.unique(normalizer.coarse_split(texts)[0])
+        missed = ops.take(distinct, ops.indices_where(segmenter.whole_words.lookup(distinct) < 0))
+        normalized = normalizer.normalize_words(missed)
+        return walk_through(normalized.flat_values, normalized.nested_row_splits[1])
+
+    return (
+        systems
+        | _floor_systems(words, walk, "lowercase, walk")
+        | {"floor: words, BERT rules, walk": in_graph(bert_rules_and_walk)}
+    )
 
 
 def _distinct_words_floor(tokens):
