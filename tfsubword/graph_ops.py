@@ -36,6 +36,10 @@ class Traced:
         return traced(*args)
 
 
+# `ragged_in_halves` makes two calls from this many rows.
+_HALVES_FROM_ROWS = 512
+
+
 def indices_where(mask):
     """The positions where the 1-D bool `mask` is True, as int64."""
     return tf.reshape(tf.where(mask), [-1])
@@ -133,19 +137,27 @@ def gather_rows(values, row_splits, indices):
     return gathered, splits
 
 
-def ragged_in_halves(ragged_of, rows):
-    """`ragged_of(rows)` as two calls, on the first and second half of `rows`, that run at once.
+def ragged_in_halves(ragged_of, rows, from_rows=_HALVES_FROM_ROWS):
+    """`ragged_of(rows)` as two calls, on the first and second half of `rows`, that run at once,
+    from `from_rows` rows (fewer take one call: the pair costs a dozen ops more, which a short
+    text's call feels; None: always two, without the conditional).
 
     `ragged_of` maps a vector to a ragged tensor with one row per element, as value tensors
     followed by row splits (int64); the halves' are joined into the same result. One such op
     (`RaggedGather`, `UnicodeDecode`) runs on one thread: over a batch's tens of thousands of rows
     it is a stretch of milliseconds with a core idle, which halves shorten.
     """
-    half = tf.size(rows) // 2
-    *first, first_splits = ragged_of(rows[:half])
-    *second, second_splits = ragged_of(rows[half:])
-    values = [tf.concat([a, b], axis=0) for a, b in zip(first, second)]
-    return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
+
+    def in_halves():
+        half = tf.size(rows) // 2
+        *first, first_splits = ragged_of(rows[:half])
+        *second, second_splits = ragged_of(rows[half:])
+        values = [tf.concat([a, b], axis=0) for a, b in zip(first, second)]
+        return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
+
+    if from_rows is None:
+        return in_halves()
+    return rare_cond(tf.size(rows) >= from_rows, in_halves, lambda: tuple(ragged_of(rows)))
 
 
 def strings_in_halves(function, strings, from_size):

@@ -77,18 +77,19 @@ def segment_distinct(words, segment, whole_words=None, spans=False, span_unit="B
 
 def _segment_in_halves(segment, words):
     """`segment(words)`; many words in two halves at once: its ops mostly run on one core each."""
-    return ops.rare_cond(
-        tf.size(words) >= _HALVES_FROM,
-        lambda: ops.ragged_in_halves(segment, words),
-        lambda: segment(words),
-    )
+    return ops.ragged_in_halves(segment, words, from_rows=_HALVES_FROM)
 
 
 def to_lines(values, splits, rows, line_splits):
     """The pieces of every word, grouped into lines: word i reads row `rows[i]` of (`values`, `splits`),
     and `line_splits` groups the words into lines. Returns (values, line splits, word splits)."""
+
     # In two halves that run at once: one gather over a batch's 100,000 words runs on one core.
-    values, word_splits = ops.ragged_in_halves(lambda part: ops.gather_rows(values, splits, part), rows)
+    # Always: behind a conditional, which waits for all its inputs, large batches ran 2% slower.
+    def gather(part):
+        return ops.gather_rows(values, splits, part)
+
+    values, word_splits = ops.ragged_in_halves(gather, rows, from_rows=None)
     return values, ops.take(word_splits, line_splits), word_splits
 
 
