@@ -261,8 +261,8 @@ class Lattice(tf.Module):
         ending at that position: columns run by increasing start, as SentencePiece visits them,
         and argmax keeps the first of the best. The Viterbi pass is unrolled (three ops per
         position) and walked back with one gather per position. It adds the same numbers as the
-        loop, in the same order, so its pieces, scores and gaps are the loop's to the bit. Its vectors
-        are short: `tf.gather` is one op where `ops.take` (faster on long vectors) is two."""
+        loop, in the same order, so its pieces, scores and gaps are the loop's to the bit. It runs on
+        few rows: `tf.gather` is one op where `ops.take` (faster on long vectors) is two."""
         width = min(self.width, steps)
         lengths = splits[1:] - splits[:-1]
         n = tf.size(lengths, out_type=tf.int64)
