@@ -31,8 +31,9 @@ class Traced:
         if tf.executing_eagerly():
             return function(*args)
         traced = self._functions.get(key)
-        if traced is None:
-            traced = self._functions[key] = tf.function(function, input_signature=signature, autograph=False)
+        if traced is None:  # the concrete function: a `tf.function` would trace again inside `tf.saved_model.save`
+            function = tf.function(function, input_signature=signature, autograph=False)
+            traced = self._functions[key] = function.get_concrete_function()
         return traced(*args)
 
 
