@@ -17,6 +17,8 @@ meaning failure. A string-rewrite map (a longest-match normalizer) is the same w
 gathers: a character map of 200,000 rules stays the few hundred kilobytes its `.model` file holds.
 """
 
+import types
+
 import numpy as np
 import tensorflow as tf
 
@@ -55,7 +57,7 @@ class Trie(tf.Module):
                     node_values.append(-1)
                 node = child
             node_values[node] = value
-        self._children = children
+        self._children = types.MappingProxyType(children)  # a dict attribute would be wrapped entry by entry
         edges = np.array(list(children.keys()), dtype=np.int64).reshape(-1, 2)
         self._transitions = tables.hash_table(
             edges[:, 0] * _CODE_POINTS + edges[:, 1], list(children.values()), -1, tf.int64, tf.int32

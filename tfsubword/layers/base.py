@@ -9,6 +9,7 @@ saving live here, once.
 """
 
 import numbers
+import types
 
 import keras
 import tensorflow as tf
@@ -56,8 +57,9 @@ class TokenizerLayer(keras.layers.Layer):
     def set_vocabulary(self, vocabulary):
         """Replace the vocabulary (a list of tokens or a file path) and rebuild the tables."""
         tokens = self._load_vocabulary(vocabulary)
-        self._token_ids = {token: index for index, token in enumerate(tokens)}
-        self._tokens = tokens
+        # Read-only views: Keras and TensorFlow would wrap a dict or list attribute entry by entry (seconds).
+        self._token_ids = types.MappingProxyType({token: index for index, token in enumerate(tokens)})
+        self._tokens = tuple(tokens)
         self._token_strings = tables.constant(tokens, tf.string)
         self._build(tokens)
         self._traced = ops.Traced()
