@@ -56,8 +56,10 @@ def items(units):
             child_units = child_units[parents, columns]
             moved = children[parents, columns] ^ offset(child_units)
             grown = np.concatenate([prefixes[block + parents], labels[columns, None].astype(np.uint8)], axis=1)
-            for index in np.nonzero((child_units >> 8) & 1)[0]:
-                found.append((grown[index].tobytes(), int(units[moved[index]] & (_LEAF - 1))))
+            leaves = np.nonzero((child_units >> 8) & 1)[0]
+            if len(leaves):  # labels are never 0, so each key reads back whole as a NUL-padded string
+                keys = np.ascontiguousarray(grown[leaves]).view(f"S{grown.shape[1]}").ravel().tolist()
+                found.extend(zip(keys, (units[moved[leaves]] & (_LEAF - 1)).tolist()))
             next_positions.append(moved)
             next_prefixes.append(grown)
         positions = np.concatenate(next_positions)

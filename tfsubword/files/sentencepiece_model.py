@@ -213,7 +213,7 @@ def _charsmap_entries(blob):
     strings = blob[4 + trie_size :]
     entries = darts.items(units)
     replacements = {}
-    for _, offset in entries:
+    for offset in {offset for _, offset in entries}:
         end = strings.find(b"\0", offset)
         if offset >= len(strings) or end < 0:
             raise ValueError("a character map value points outside its strings")
