@@ -1,7 +1,7 @@
 """Shared test helpers: the two tiers, the reference data in ../shared, Google's BERT tokenizer as the oracle.
 
-Tiers: `pytest` runs the quick tier (unit tests, golden ids, a parity sample per layer, one serving check,
-hypothesis at the "quick" profile's size). `pytest --full` runs everything: also the tests marked
+Tiers: `pytest` runs the quick tier (unit tests, golden ids, a parity sample per layer, one serving check
+per kind of layer, hypothesis at the "quick" profile's size). `pytest --full` runs everything: also the tests marked
 `full` (whole-corpus parity, every serving and example test, long runs) and hypothesis at the "full"
 profile's size. `pytest --beam tests/test_beam.py` runs the Apache Beam tests, in an environment with the
 `beam` extra (apache-beam and the test extra's sentencepiece need different protobufs); without
@@ -12,11 +12,18 @@ import contextlib
 import os
 import pathlib
 
-import hypothesis
-import pytest
+# Two test workers share the cores: one thread each for TensorFlow's ops and for `tokenizers`
+# (threads waiting on a busy core spin, and the tier ran 12% slower with TensorFlow's defaults).
+# Set before TensorFlow starts, inherited by the workers and the processes tests start.
+for _variable in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "RAYON_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import hypothesis  # noqa: E402
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 hypothesis.settings.register_profile(
-    "quick", max_examples=20, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
+    "quick", max_examples=5, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
 )
 hypothesis.settings.register_profile(
     "full", max_examples=1000, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
@@ -45,13 +52,39 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# Whether this run is the full suite (`--full`), for `parity_call`.
+_FULL = {"on": False}
+STRINGS = [tf.TensorSpec([None], tf.string)]
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "full: part of the full suite only (run with --full)")
     hypothesis.settings.load_profile("full" if config.getoption("--full") else "quick")
+    _FULL["on"] = config.getoption("--full")
 
 
+def traced_parity():
+    """Whether `parity_call` traces (the full suite) or calls eagerly (the quick tier)."""
+    return _FULL["on"]
+
+
+def parity_call(function, signature=STRINGS):
+    """How the parity tests call a layer or one of its methods: in a `tf.function`, as an exported
+    model runs it, in the full suite; eagerly in the quick tier, where tracing a large layer costs
+    seconds and a few calls op by op a fraction of that. Both run the same ops; every layer is also
+    traced in the quick tier by its contract test (`tf.data`, saving, serving)."""
+    return tf.function(function, input_signature=signature) if traced_parity() else function
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Without `--full`, the tests marked `full` are deselected (reported as such, not as skipped)."""
+    """Tests of one `family` (a parameter) run on one worker (`--dist loadgroup`): the layers a module
+    caches per family are built and traced once. Without `--full`, the tests marked `full` are
+    deselected (reported as such, not as skipped)."""
+    for item in items:
+        family = getattr(item, "callspec", None) and item.callspec.params.get("family")
+        if isinstance(family, str):
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{family}"))
     if config.getoption("--full"):
         return
     deselected = [item for item in items if item.get_closest_marker("full")]
@@ -118,9 +151,13 @@ class BertReference:
         self.vocab = {token: index for index, token in enumerate(tokens)}
         self.basic = tokenization.BasicTokenizer(do_lower_case=lowercase)
         self.wordpiece = tokenization.WordpieceTokenizer(self.vocab, max_input_chars_per_word=max_chars_per_word)
+        self._ids = {}  # tests compare several routes of the layer with one reference
 
     def ids(self, text):
-        return [self.vocab[piece] for word in self.basic.tokenize(text) for piece in self.wordpiece.tokenize(word)]
+        if text not in self._ids:
+            words = self.basic.tokenize(text)
+            self._ids[text] = [self.vocab[piece] for word in words for piece in self.wordpiece.tokenize(word)]
+        return self._ids[text]
 
 
 # WordPiece takes its longest matches from one of two routes chosen by the size of the text

@@ -22,34 +22,44 @@ class Block(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Block())
 import tensorflow as tf
 
-model = tf.saved_model.load(sys.argv[1])
-inputs = json.loads(sys.stdin.read())
-if isinstance(inputs, dict):  # named inputs
-    outputs = model.signatures[sys.argv[2]](**{{k: tf.constant(v, tf.string) for k, v in inputs.items()}})
-else:
-    outputs = model.signatures[sys.argv[2]](tf.constant(inputs, tf.string))
+answers = []
+for path, signature, inputs in json.loads(sys.stdin.read()):
+    model = tf.saved_model.load(path)  # held while its signature runs
+    function = model.signatures[signature]
+    if isinstance(inputs, dict):  # named inputs
+        outputs = function(**{{k: tf.constant(v, tf.string) for k, v in inputs.items()}})
+    else:
+        outputs = function(tf.constant(inputs, tf.string))
+    answers.append({{k: v.numpy().tolist() for k, v in outputs.items()}})
 loaded = sorted(name for name in sys.modules if name.split(".")[0] in {blocked!r})
-print(json.dumps({{"outputs": {{k: v.numpy().tolist() for k, v in outputs.items()}}, "loaded": loaded}}))
+print(json.dumps({{"answers": answers, "loaded": loaded}}))
 """
 
 
 def serve(path, texts, signature="serving_default"):
     """Call `signature` of the SavedModel at `path` on `texts` (a list, or a dict of named lists) in a
     plain-TensorFlow subprocess."""
+    return serve_each([(path, texts, signature)])[0]
+
+
+def serve_each(requests):
+    """The outputs of each `(path, texts, signature)` in `requests`, all served from one plain-TensorFlow
+    subprocess (importing TensorFlow takes seconds)."""
+    jobs = [(str(path), signature, texts) for path, texts, signature in requests]
     result = subprocess.run(
-        [sys.executable, "-c", _SERVER.format(blocked=BLOCKED), str(path), signature],
-        input=json.dumps(texts),
+        [sys.executable, "-c", _SERVER.format(blocked=BLOCKED)],
+        input=json.dumps(jobs),
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=str(path),
+        cwd=jobs[0][0],
     )
     if result.returncode != 0:
         raise AssertionError(f"serving process failed:\n{result.stderr[-4000:]}")
     answer = json.loads(result.stdout.strip().splitlines()[-1])
     if answer["loaded"]:
         raise AssertionError(f"the serving process imported {answer['loaded']}")
-    return answer["outputs"]
+    return answer["answers"]
 
 
 def serve_ragged(layer, texts, directory):

@@ -16,6 +16,7 @@ from tests.conftest import (
     WORDPIECE_ROUTES,
     bert_reference,
     nonempty_lines,
+    parity_call,
     shared_file,
     shared_texts,
     wordpiece_route,
@@ -43,8 +44,8 @@ def preprocessor(length):
     layer = BertPreprocessor(
         read_vocabulary(shared_file(BERT_VOCAB.name)), sequence_length=length, truncate="longest_first"
     )
-    single = tf.function(lambda a: layer(a), input_signature=[tf.TensorSpec([None], tf.string)])
-    pair = tf.function(lambda a, b: layer((a, b)), input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+    single = parity_call(lambda a: layer(a))
+    pair = parity_call(lambda a, b: layer((a, b)), [tf.TensorSpec([None], tf.string)] * 2)
     return single, pair
 
 
@@ -100,9 +101,12 @@ def byte_offsets(text, offsets):
 @functools.cache
 def bert_offsets(route):
     layer = WordPieceLayer(read_vocabulary(shared_file(BERT_VOCAB.name)))
-    encode = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
-    with wordpiece_route(route):
-        encode.get_concrete_function()  # the route is fixed when the layer is traced
+    offsets = parity_call(layer.tokenize_with_offsets)
+
+    def encode(texts):
+        with wordpiece_route(route):  # read when the layer is traced, or eagerly at each call
+            return offsets(texts)
+
     return encode
 
 

@@ -10,7 +10,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from tests.conftest import nonempty_lines, real_texts, shared_file, shared_texts
+from tests.conftest import nonempty_lines, parity_call, real_texts, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import BPELayer, train_bpe
 from tfsubword.files.vocab import write_merges, write_vocab_json
@@ -238,7 +238,7 @@ def trained(tmp_path_factory, request):
 def encoders(paths):
     vocab, merges = paths
     layer = BPELayer(str(vocab), str(merges))
-    encode = tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
+    encode = parity_call(layer)
     return encode, tokenizers_module().ByteLevelBPETokenizer(str(vocab), str(merges)), layer
 
 

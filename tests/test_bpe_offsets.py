@@ -9,7 +9,7 @@ import hypothesis.strategies as st
 import pytest
 import tensorflow as tf
 
-from tests.conftest import nonempty_lines, real_texts, shared_texts
+from tests.conftest import nonempty_lines, parity_call, real_texts, shared_texts
 from tests.test_bpe import sample_of_every_shared_text, tokenizers_module, vocabularies
 from tfsubword import BPELayer
 
@@ -69,7 +69,7 @@ def byte_level(tmp_path_factory, request):
     for prefix in (False, True):
         layer = BPELayer(str(vocab), str(merges), add_prefix_space=prefix)
         reference = tokenizers.ByteLevelBPETokenizer(str(vocab), str(merges), add_prefix_space=prefix)
-        found[prefix] = (tf.function(layer.tokenize_with_offsets, input_signature=_SIGNATURE), reference)
+        found[prefix] = (parity_call(layer.tokenize_with_offsets, _SIGNATURE), reference)
     return found
 
 
@@ -87,7 +87,7 @@ def byte_fallback():
     model = json.loads(reference.to_str())["model"]
     vocabulary = sorted(model["vocab"], key=model["vocab"].get)
     layer = BPELayer(vocabulary, model["merges"], byte_level=False, pattern=None, byte_fallback=True)
-    return tf.function(layer.tokenize_with_offsets, input_signature=_SIGNATURE), reference, lines
+    return parity_call(layer.tokenize_with_offsets, _SIGNATURE), reference, lines
 
 
 @pytest.mark.parametrize("prefix", [False, True], ids=["gpt2", "add_prefix_space"])

@@ -99,6 +99,7 @@ def test_tokenize(tmp_path, capsys):
     assert capsys.readouterr().out == "2 5\n"
 
 
+@pytest.mark.full
 def test_console_script_tokenizes_standard_input(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[UNK]\nthe\nfox\n", encoding="utf-8")

@@ -29,6 +29,7 @@ def encoded(dataset):
     return result
 
 
+@pytest.mark.full
 def test_a_data_service_with_two_workers_gives_the_local_ids(layers):
     wordpiece, unigram, lines = layers
     dataset = (

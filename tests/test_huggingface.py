@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import contract
-from tests.conftest import SHARED_DATA, nonempty_lines, real_texts, shared_file, shared_texts
+from tests.conftest import SHARED_DATA, nonempty_lines, parity_call, real_texts, shared_file, shared_texts
 from tests.test_sentencepiece_layer import trained_model
 from tests.test_unigram import trained_model as trained_unigram_model
 from tfsubword import HuggingFaceTokenizer, from_huggingface
@@ -53,6 +53,16 @@ FAMILIES = (
     "wordpiece-words",
     "unigram-words",
 )
+# The quick tier traces a layer for one family of each kind (WordPiece with BERT's rules, byte-level
+# BPE, byte-fallback BPE, Unigram); every family encodes there too, eagerly (`--full` traces each).
+TRACED_QUICKLY = ("bert-uncased", "gpt2", "llama2", "t5")
+
+
+def traced_quickly(families, quick=TRACED_QUICKLY, *more):
+    """`families` as parameters (with the arguments `more` after each), those not in `quick` marked `full`."""
+    return [pytest.param(family, *more, marks=() if family in quick else pytest.mark.full) for family in families]
+
+
 # The split patterns of Llama-3's and Qwen2's tokenizer.json files, as they are written there.
 CL100K_TAIL = r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 SPLIT_REGEXES = {
@@ -440,10 +450,15 @@ def reference(family):
     return tokenizers_module().Tokenizer.from_str(family_json(family))
 
 
-@functools.cache
 def encoder(family, add_special_tokens=True):
+    """(layer, its traced call) for a family, built once (whether `add_special_tokens` is passed or not)."""
+    return _encoder(family, add_special_tokens)
+
+
+@functools.cache
+def _encoder(family, add_special_tokens):
     layer = from_huggingface(family_json(family), add_special_tokens=add_special_tokens)
-    return layer, tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
+    return layer, parity_call(layer)
 
 
 def check_identical(family, lines, add_special_tokens=True, batch_size=1024):
@@ -462,6 +477,12 @@ def every_line():
     return [line for path in shared_texts() + real_texts() for line in nonempty_lines(path)]
 
 
+def short_line_of_every_text():
+    """A line of 20 to 120 characters from the middle of each text (each script, a few words)."""
+    lines = (nonempty_lines(path) for path in shared_texts() + real_texts())
+    return [next((line for line in text[len(text) // 2 :] if 20 <= len(line) <= 120), "") for text in lines]
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("path", shared_texts() + real_texts(), ids=lambda p: p.name)
@@ -470,15 +491,26 @@ def test_identical_ids_on_every_line(family, path):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_encodes_a_few_lines_as_hugging_face(family):
+    """Called eagerly (no trace): each family's layer on a short line of every text and the added tokens."""
+    layer, _ = encoder(family)
+    lines = short_line_of_every_text() + WITH_TOKENS
+    expected = [e.ids for e in reference(family).encode_batch(lines)]
+    assert contract.as_lists(layer(tf.constant(lines))) == expected
+
+
+@pytest.mark.parametrize("family", traced_quickly(FAMILIES))
 def test_identical_ids_on_a_sample_of_every_text(family):
-    lines = every_line()[::25]
+    lines = every_line()[::100]
     if not lines:
         pytest.skip(f"reference data not available: {SHARED_DATA}")
     check_identical(family, lines)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("add_special_tokens", [True, False])
+@pytest.mark.parametrize(
+    "family, add_special_tokens",
+    traced_quickly(FAMILIES, TRACED_QUICKLY, True) + traced_quickly(FAMILIES, ["bert-uncased"], False),
+)
 def test_added_tokens_in_the_text_match(family, add_special_tokens):
     check_identical(family, WITH_TOKENS, add_special_tokens)
     check_identical(family, WITH_TOKENS[:1], add_special_tokens)  # padding to the longest of one
@@ -545,7 +577,7 @@ def test_invalid_utf8_reads_as_replacement_characters_in_words(family):
     assert got == [e.ids for e in reference(family).encode_batch(["ab\ufffd\ufffd c\ufffd", "\ufffd"])]
 
 
-@pytest.mark.parametrize("family", ["t5", "albert", "llama2-metaspace"])
+@pytest.mark.parametrize("family", traced_quickly(["t5", "albert", "llama2-metaspace"]))
 def test_metaspace_runs_of_spaces_across_texts(family):
     """Spaces become the Metaspace character in the decoded batch: a text's first space is not a
     repeat of the last space of the text before it."""
@@ -576,20 +608,22 @@ texts_with_tokens = st.lists(
 
 @pytest.mark.parametrize(
     "family",
-    [
-        "gpt2",
-        "roberta",
-        "llama3",
-        "qwen2",
-        "llama2",
-        "llama2-metaspace",
-        "t5",
-        "albert",
-        "unigram-bytes",
-        "clip",
-        "clip-joined-classes",
-        *WORD_FAMILIES,
-    ],
+    traced_quickly(
+        [
+            "gpt2",
+            "roberta",
+            "llama3",
+            "qwen2",
+            "llama2",
+            "llama2-metaspace",
+            "t5",
+            "albert",
+            "unigram-bytes",
+            "clip",
+            "clip-joined-classes",
+            *WORD_FAMILIES,
+        ]
+    ),
 )
 @given(texts=st.lists(texts_with_tokens, min_size=1, max_size=6))
 def test_random_text_matches_byte_level_byte_fallback_unigram_and_word_families(family, texts):
@@ -659,7 +693,7 @@ def test_byte_level_without_its_regex_matches():
     """`ByteLevel(use_regex=false)` alone: each piece between added tokens is one word of bytes."""
     text = edited("gpt2", set_path(["pre_tokenizer", "use_regex"], False))
     layer, reference = from_huggingface(text), tokenizers_module().Tokenizer.from_str(text)
-    lines = every_line()[::100] + WITH_TOKENS
+    lines = every_line()[::500] + WITH_TOKENS
     assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
 
 
@@ -914,9 +948,7 @@ def test_config_round_trips_every_argument():
     contract.check_config(HuggingFaceTokenizer, make, changed)
 
 
-@pytest.mark.parametrize(
-    "family", [f if f in ("bert-uncased", "roberta") else pytest.param(f, marks=pytest.mark.full) for f in FAMILIES]
-)
+@pytest.mark.parametrize("family", traced_quickly(FAMILIES, quick=["roberta"]))
 def test_calls_saving_and_serving_agree(family, tmp_path):
     layer = from_huggingface(family_json(family))
     if family != "roberta":  # RoBERTa's file pads to the longest of each batch

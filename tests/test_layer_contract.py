@@ -1,6 +1,8 @@
 """Every layer keeps the same contract (`tests/contract.py`): config round trip of every argument,
 direct call == `ds.map` == `ds.batch().map`, `.keras` saving, and serving from plain TensorFlow."""
 
+import functools
+
 import pytest
 import tensorflow as tf
 
@@ -8,6 +10,9 @@ from tests import contract
 from tests.test_unigram import model_bytes
 from tests.test_wordpiece import VOCAB
 from tfsubword import BertPreprocessor, BPELayer, SegmentPacker, UnigramLayer, WordPieceLayer
+
+# On one test worker: the layers built here are shared (`built`).
+pytestmark = pytest.mark.xdist_group("test_layer_contract")
 
 TEXTS = ["The quick brown fox.", "unaffable caf\u00e9 \u4e2d", "", "QUICKLY jumped, fox!", "\xff bad", "a"]
 
@@ -116,6 +121,15 @@ def unigram_model_file(**arguments):
     return UnigramLayer(model_bytes("shared"), **arguments)
 
 
+@functools.cache
+def built(make, sequence_length):
+    """One layer per maker and length for this module's tests: each traces its encoder once
+    (`ds.map`, export), which takes seconds."""
+    if make is bert:  # its tokenizer is the ragged WordPiece layer's
+        return bert(tokenizer=built(wordpiece, None))
+    return make(sequence_length=sequence_length)
+
+
 @pytest.mark.parametrize(
     "make, sequence_length",
     [
@@ -123,25 +137,26 @@ def unigram_model_file(**arguments):
         (wordpiece, 5),
         (bpe, None),
         (bpe, 5),
-        (unigram_model_file, None),
+        pytest.param(unigram_model_file, None, marks=pytest.mark.full),
         pytest.param(unigram_model_file, 5, marks=pytest.mark.full),
         pytest.param(unigram, None, marks=pytest.mark.full),
-        pytest.param(unigram, 5, marks=pytest.mark.full),
+        (unigram, 5),
     ],
     ids=lambda value: getattr(value, "__name__", str(value)),
 )
 def test_calls_and_keras_saving_agree(make, sequence_length, tmp_path):
-    layer = make(sequence_length=sequence_length)
+    layer = built(make, sequence_length)
     contract.check_calls_agree(layer, TEXTS)
     contract.check_keras_saving(layer, TEXTS, tmp_path)
 
 
-def test_bert_preprocessor_calls_and_saving_agree(tmp_path):
-    layer = bert()
-    contract.check_calls_agree(layer, TEXTS)
-    contract.check_calls_agree(layer, (TEXTS, TEXTS[::-1]))
-    contract.check_keras_saving(layer, TEXTS, tmp_path)
-    contract.check_keras_saving(layer, (TEXTS, TEXTS[::-1]), tmp_path)
+@pytest.mark.parametrize(
+    "inputs", [(TEXTS, TEXTS[::-1]), pytest.param(TEXTS, marks=pytest.mark.full)], ids=["pair", "single"]
+)
+def test_bert_preprocessor_calls_and_saving_agree(inputs, tmp_path):
+    layer = built(bert, None)
+    contract.check_calls_agree(layer, inputs)
+    contract.check_keras_saving(layer, inputs, tmp_path)
 
 
 def test_segment_packer_calls_agree():
@@ -162,16 +177,8 @@ def test_segment_packer_calls_agree():
     assert SegmentPacker.from_config(packer.get_config()).get_config() == packer.get_config()
 
 
-def test_wordpiece_serves_from_plain_tensorflow(tmp_path):
-    """The quick tier's serving check."""
-    contract.check_serving(wordpiece(sequence_length=8), TEXTS, tmp_path)
-
-
-@pytest.mark.full
-@pytest.mark.parametrize(
-    "make",
-    [unigram_model_file, bpe, bert],
-    ids=lambda make: make.__name__,
-)
-def test_serves_from_plain_tensorflow(make, tmp_path):
-    contract.check_serving(make(**({} if make is bert else {"sequence_length": 8})), TEXTS, tmp_path)
+def test_every_kind_of_layer_serves_from_plain_tensorflow(tmp_path):
+    """Each layer (dense: with a `sequence_length`) exported with `model.export`, served from one process
+    that imports only TensorFlow."""
+    layers = [built(wordpiece, 5), built(unigram, 5), built(bpe, 5), built(bert, None)]
+    contract.check_serving_each(layers, TEXTS, tmp_path)

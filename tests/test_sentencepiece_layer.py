@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests import contract
-from tests.conftest import nonempty_lines, real_texts, shared_file, shared_texts
+from tests.conftest import nonempty_lines, parity_call, real_texts, shared_file, shared_texts
 from tests.test_unigram import model_bytes
 from tfsubword import SentencePieceLayer, UnigramLayer
 from tfsubword.files import sentencepiece_model as spm_model
@@ -83,9 +83,8 @@ def encoders(name):
     """(ids, (id, begin, end) spans) of SentencePieceLayer in tf.functions, and the SentencePieceProcessor."""
     data = trained_model(name)
     layer = SentencePieceLayer(data)
-    signature = [tf.TensorSpec([None], tf.string)]
-    ids = tf.function(layer, input_signature=signature)
-    with_offsets = tf.function(layer.tokenize_with_offsets, input_signature=signature)
+    ids = parity_call(layer)
+    with_offsets = parity_call(layer.tokenize_with_offsets)
 
     def spans(texts):
         rows = (ragged.to_list() for ragged in with_offsets(tf.constant(texts)))
@@ -114,8 +113,8 @@ def differences(name, texts, batch=512):
 
 
 def test_sample_of_every_shared_text_matches_sentencepiece():
-    """The quick tier's parity sample: every 25th line of every shared text, Llama-2-style model."""
-    lines = [line for path in shared_texts() + real_texts() for line in nonempty_lines(path)][::25]
+    """The quick tier's parity sample: every 100th line of every shared text, Llama-2-style model."""
+    lines = [line for path in shared_texts() + real_texts() for line in nonempty_lines(path)][::100]
     if not lines:
         pytest.skip("no shared text")
     different = differences("llama2_style", lines)
@@ -329,20 +328,28 @@ def test_config_round_trips_every_argument():
     contract.check_config(SentencePieceLayer, make, changed)
 
 
+@functools.cache
+def layer_of(model, sequence_length):
+    """One layer per model and length for the tests below, on one worker: each traces once."""
+    return SentencePieceLayer(trained_model(model), sequence_length=sequence_length)
+
+
+@pytest.mark.xdist_group("test_sentencepiece_layer:layer_of")
 @pytest.mark.parametrize("sequence_length", [None, 7])
 def test_calls_and_keras_saving_agree(sequence_length, tmp_path):
-    layer = SentencePieceLayer(trained_model("llama2_style"), sequence_length=sequence_length)
+    layer = layer_of("llama2_style", sequence_length)
     contract.check_calls_agree(layer, TEXTS)
     contract.check_keras_saving(layer, TEXTS, tmp_path)
 
 
+@pytest.mark.xdist_group("test_sentencepiece_layer:layer_of")
 @pytest.mark.parametrize("model", ["llama2_style", pytest.param("byte_fallback", marks=pytest.mark.full)])
 def test_serves_from_plain_tensorflow(model, tmp_path):
-    layer = SentencePieceLayer(trained_model(model), sequence_length=12)
+    layer = layer_of(model, 7)
     contract.check_serving(layer, TEXTS, tmp_path)
-    # And the ids served are SentencePiece's, cut to 12 and padded with <pad>'s id (0: none).
+    # And the ids served are SentencePiece's, cut to 7 and padded with <pad>'s id (0: none).
     expected = [
-        (row + [0] * 12)[:12]
+        (row + [0] * 7)[:7]
         for row in spm_module().SentencePieceProcessor(model_proto=trained_model(model)).encode(TEXTS)
     ]
     assert layer(tf.constant(TEXTS)).numpy().tolist() == expected

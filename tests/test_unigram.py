@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import SHARED_DATA, nonempty_lines, shared_file, shared_texts
+from tests.conftest import SHARED_DATA, nonempty_lines, parity_call, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import UnigramLayer
 from tfsubword import graph_ops as ops
@@ -82,8 +82,7 @@ def encoders(name):
     """(UnigramLayer in a tf.function, SentencePieceProcessor) for a model."""
     data = model_bytes(name)
     layer = UnigramLayer(data)
-    encode = tf.function(layer, input_signature=[tf.TensorSpec([None], tf.string)])
-    return encode, spm_module().SentencePieceProcessor(model_proto=data)
+    return parity_call(layer), spm_module().SentencePieceProcessor(model_proto=data)
 
 
 def differences(name, texts, batch=512):
@@ -101,7 +100,7 @@ def differences(name, texts, batch=512):
 def offsets_encoder(name):
     """`UnigramLayer.tokenize_with_offsets` in a tf.function, giving (id, begin, end) per piece."""
     layer = UnigramLayer(model_bytes(name))
-    encode = tf.function(layer.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
+    encode = parity_call(layer.tokenize_with_offsets)
 
     def spans(texts):
         ids, starts, ends = (ragged.to_list() for ragged in encode(tf.constant(texts)))
@@ -174,7 +173,7 @@ def test_batch_one_takes_the_unrolled_viterbi(monkeypatch):
             return {key: tf.identity(value) for key, value in unrolled(self, *args).items()}
 
     monkeypatch.setattr(Lattice, "unrolled_paths", counted)
-    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
+    encode = parity_call(UnigramLayer(model_bytes("shared")))
     encode(tf.constant(["The quick brown fox jumps over the lazy dog."]))
     assert calls.numpy() == 1
     lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:512]
@@ -261,7 +260,7 @@ def test_batch_of_many_words_takes_the_halves(monkeypatch):
     lines = nonempty_lines(shared_file("wikitext2-valid.txt"))[:512]
     if not lines:
         pytest.skip(f"reference data not available: {SHARED_DATA}")
-    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
+    encode = parity_call(UnigramLayer(model_bytes("shared")))
     encode(tf.constant(lines))
     assert calls.numpy() == 2  # in double precision; near-tie words are redone in single precision
 
@@ -364,6 +363,14 @@ def test_words_a_split_cannot_read():
     assert [offsets_encoder("shared")([line])[0] for line in lines] == reference_spans("shared", lines)
 
 
+# Lines whose rewritten characters are only split points (tabs, line feeds, ...), characters that are
+# keys of their own only, and characters that take the normalizer; and all three mixed.
+SPLIT_LINES = ["a\tb", "tab\t\tend\t", "\t", "car\rriage\nreturn", "f\x0cfeed", " \t lead and trail \t "]
+SIMPLE_LINES = ["Ｈｅｌｌｏ，\u3000世界！", "x\u00a0y\tz", "（括弧）と…", "mix\tﬁne", "\u00a0", "end\u3000"]
+HARD_LINES = ["v\x0btab", "e\u0341t acute", "ｶﾞ\u00a0x", "u\ufffd\tv", "w\u2581\tx", "Ｈｉ\x0b！"]
+MIXED_LINES = [line for triple in zip(HARD_LINES, SIMPLE_LINES, SPLIT_LINES) for line in triple] + ["plain words"]
+
+
 def test_lines_the_split_reads_after_simple_rules():
     """Under nmt_nfkc a tab, a line feed, a form feed and a carriage return each become a space:
     lines whose only rewritten characters are such are split there as at spaces. Lines whose other
@@ -373,18 +380,13 @@ def test_lines_the_split_reads_after_simple_rules():
     character of "e" + U+0341), halfwidth ｶﾞ (a key of two), U+FFFD and U+2581 take the normalizer.
     Mixed in one batch, each line keeps its place."""
     encode, reference = encoders("nmt_nfkc")
-    split = ["a\tb", "tab\t\tend\t", "\t", "car\rriage\nreturn", "f\x0cfeed", " \t lead and trail \t "]
-    simple = ["Ｈｅｌｌｏ，\u3000世界！", "x\u00a0y\tz", "（括弧）と…", "mix\tﬁne", "\u00a0", "end\u3000"]
-    hard = ["v\x0btab", "e\u0341t acute", "ｶﾞ\u00a0x", "u\ufffd\tv", "w\u2581\tx", "Ｈｉ\x0b！"]
-    lines = [line for triple in zip(hard, simple, split) for line in triple] + ["plain words"]
+    split, simple, hard, lines = SPLIT_LINES, SIMPLE_LINES, HARD_LINES, MIXED_LINES
     assert encode(tf.constant(lines)).to_list() == reference.encode(lines)
-    assert [encode(tf.constant([line])).to_list()[0] for line in lines] == reference.encode(lines)
     for batch in (simple, hard, simple + hard, hard + simple):
         assert encode(tf.constant(batch)).to_list() == reference.encode(batch)
     # `tokenize_with_offsets` splits the tab lines at their tabs too (a tab is a byte, as a space).
     for batch in (lines, split, split + ["plain words"]):
         assert offsets_encoder("nmt_nfkc")(batch) == reference_spans("nmt_nfkc", batch)
-    assert [offsets_encoder("nmt_nfkc")([line])[0] for line in lines] == reference_spans("nmt_nfkc", lines)
     # By hand: "v<VT>tab" is one word "▁vtab"; "a<TAB>b" is two, "▁a" and "▁b"; fullwidth letters
     # and punctuation are ASCII ones, an ideographic space a space.
     texts = ["v\x0btab", "a\tb", "Ｈｅｌｌｏ，\u3000ｗｏｒｌｄ…"]
@@ -395,6 +397,15 @@ def test_lines_the_split_reads_after_simple_rules():
     plain = [tf.strings.regex_full_match(k, normalizer._plain_words_line).numpy().tolist() for k in kinds]
     easy = [tf.strings.regex_full_match(k, normalizer._easy_line).numpy().tolist() for k in kinds]
     assert plain == [[True] * 6, [False] * 6, [False] * 6] and easy == [[True] * 6, [True] * 6, [False] * 6]
+
+
+@pytest.mark.full
+def test_lines_the_split_reads_one_at_a_time():
+    """`test_lines_the_split_reads_after_simple_rules`'s lines, each alone in its batch."""
+    encode, reference = encoders("nmt_nfkc")
+    assert [encode(tf.constant([line])).to_list()[0] for line in MIXED_LINES] == reference.encode(MIXED_LINES)
+    spans = reference_spans("nmt_nfkc", MIXED_LINES)
+    assert [offsets_encoder("nmt_nfkc")([line])[0] for line in MIXED_LINES] == spans
 
 
 def test_long_words_without_a_dummy_prefix_are_cut_at_their_start():
@@ -621,8 +632,11 @@ def test_shapes_padding_and_string_output():
     assert UnigramLayer(model_bytes("shared"))(tf.constant([], tf.string)).to_list() == []
 
 
+@pytest.mark.full
 def test_long_line_and_empty_strings():
-    encode, reference = encoders("shared")
+    _, reference = encoders("shared")
+    # In a graph: eagerly, the position-by-position loop over a 1.3 MB line takes most of a minute.
+    encode = tf.function(UnigramLayer(model_bytes("shared")), input_signature=[tf.TensorSpec([None], tf.string)])
     line = " ".join(["tokenization"] * 100_000)  # 1.3 MB
     assert encode(tf.constant([line, "", "   "])).to_list() == [reference.encode(line), [], []]
     # A near-tie word after many restarts of the scores (the line scores -3.86 million: some 38 restarts).
@@ -647,7 +661,7 @@ def test_offsets_by_hand():
     assert starts.to_list() == [[0], [0, 0, 1, 5]] and ends.to_list() == [[5], [0, 1, 5, 6]]
     # Texts without pieces, alone in a batch.
     for texts in ([""], ["", "   "], tf.constant([], tf.string)):
-        assert [r.to_list() for r in tf.function(layer.tokenize_with_offsets)(tf.constant(texts))] == [
+        assert [r.to_list() for r in parity_call(layer.tokenize_with_offsets)(tf.constant(texts))] == [
             [[]] * len(texts)
         ] * 3
 
@@ -665,7 +679,7 @@ def test_offsets_where_a_word_space_is_unknown():
         for text in reference.encode(texts, return_type="proto")
     ]
     assert expected[0][1][0] == expected[2][0][0] == 0  # "▁" of "▁het", "▁x": unknown
-    ids, starts, ends = tf.function(layer.tokenize_with_offsets)(tf.constant(texts))
+    ids, starts, ends = parity_call(layer.tokenize_with_offsets)(tf.constant(texts))
     assert [list(zip(*row)) for row in zip(ids.to_list(), starts.to_list(), ends.to_list())] == expected
 
 
