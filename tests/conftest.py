@@ -12,15 +12,9 @@ import contextlib
 import os
 import pathlib
 
-# Two test workers share the cores: one thread each for TensorFlow's ops and for `tokenizers`
-# (threads waiting on a busy core spin, and the tier ran 12% slower with TensorFlow's defaults).
-# Set before TensorFlow starts, inherited by the workers and the processes tests start.
-for _variable in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "RAYON_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
-
-import hypothesis  # noqa: E402
-import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import hypothesis
+import pytest
+import tensorflow as tf
 
 hypothesis.settings.register_profile(
     "quick", max_examples=5, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
@@ -59,6 +53,13 @@ STRINGS = [tf.TensorSpec([None], tf.string)]
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "full: part of the full suite only (run with --full)")
+    if not config.getoption("--full"):
+        # In the quick tier, mostly small calls and tracing, two workers share the cores: one thread
+        # each for TensorFlow's ops and for `tokenizers` (idle threads spin; the tier ran 222 s with
+        # TensorFlow's defaults, 198 s so). Set before TensorFlow starts (it has not: no op ran yet)
+        # and before the workers start, which inherit it, as do the processes the tests start.
+        for variable in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "RAYON_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
     hypothesis.settings.load_profile("full" if config.getoption("--full") else "quick")
     _FULL["on"] = config.getoption("--full")
 

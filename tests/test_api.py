@@ -77,36 +77,25 @@ def test_unigram_pairs_are_what_the_layer_reports():
     assert [(piece, score) for piece, score in zip(layer.get_vocabulary(), layer.get_scores())] == UNIGRAM_PAIRS
 
 
+def run_command_line(*arguments):
+    """`python -m tfsubword.cli` with `arguments` in a fresh process (where TensorFlow's start-up lines
+    would show)."""
+    command = [sys.executable, "-m", "tfsubword.cli", *map(str, arguments)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
 def test_command_line_prints_only_its_own_output(tmp_path):
+    (tmp_path / "tokens.txt").write_text("[PAD]\n[UNK]\nthe\nfox\n", encoding="utf-8")
+    tokenized = run_command_line("tokenize", "--vocab", tmp_path / "tokens.txt", "The fox")
+    assert tokenized.returncode == 0 and tokenized.stderr == ""
+    assert tokenized.stdout.split() == ["the", "fox"]
+
+
+@pytest.mark.full
+def test_training_on_the_command_line_prints_only_its_own_line(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the quick brown fox\njumps over the lazy dog\n" * 5, encoding="utf-8")
     vocab = tmp_path / "vocab.txt"
-    trained = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfsubword.cli",
-            "train",
-            "wordpiece",
-            "--vocab-size",
-            "40",
-            "--no-progress",
-            "--output",
-            str(vocab),
-            str(corpus),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    trained = run_command_line("train", "wordpiece", "--vocab-size", 40, "--no-progress", "--output", vocab, corpus)
     assert trained.returncode == 0, trained.stderr
     assert trained.stderr.strip().splitlines() == [f"wrote 40 tokens to {vocab}"]
-    (tmp_path / "tokens.txt").write_text("[PAD]\n[UNK]\nthe\nfox\n", encoding="utf-8")
-    tokenized = subprocess.run(
-        [sys.executable, "-m", "tfsubword.cli", "tokenize", "--vocab", str(tmp_path / "tokens.txt"), "The fox"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert tokenized.returncode == 0 and tokenized.stderr == ""
-    assert tokenized.stdout.split() == ["the", "fox"]

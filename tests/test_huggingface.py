@@ -648,7 +648,11 @@ def test_other_decoders_match(decoder):
     assert [t.decode("utf-8") for t in got] == [reference.decode(ids) for ids in encodings]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+# One family of each kind of decoder in the quick tier: WordPiece, ByteLevel, llama-2's sequence,
+# Metaspace, byte fallback then Metaspace, and none.
+@pytest.mark.parametrize(
+    "family", traced_quickly(FAMILIES, TRACED_QUICKLY + ("unigram-bytes", "wordpiece-words", "unigram-words"))
+)
 def test_detokenize_follows_the_decoder(family):
     layer, _ = encoder(family)
     lines = every_line()[::200] + WITH_TOKENS
