@@ -12,6 +12,7 @@ import numbers
 import types
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfsubword import checks, tables
@@ -22,6 +23,8 @@ from tfsubword.files import vocab as vocab_lib
 _VOCABULARY_ASSET = "vocabulary.txt"
 # The encoders take a batch of strings: each is traced once per layer (see `graph_ops.Traced`).
 _STRINGS = [tf.TensorSpec([None], tf.string)]
+# `adapt` counts arrays and lists this many texts at a time, as the trainers count lines.
+_ADAPT_BATCH = 1024
 
 
 class TokenizerLayer(keras.layers.Layer):
@@ -123,6 +126,48 @@ class TokenizerLayer(keras.layers.Layer):
 
     def _validate_vocabulary(self, tokens):
         """Subclasses check their own requirements here (such as an unknown token), raising ValueError."""
+
+    # Learning a vocabulary.
+
+    def adapt(self, data, batch_size=None, steps=None, **options):
+        """Learn the vocabulary from `data`, Keras's way, with this layer's trainer: the words are
+        counted with the layer's own normalization and pre-tokenizer, and the vocabulary learned
+        replaces any the layer had (as `StringLookup.adapt` does).
+
+        Args:
+            data: the texts: a `tf.data.Dataset` of strings (single texts or batches of any shape), a
+                NumPy array, a tensor or a list of strings.
+            batch_size: int or None. For arrays and lists: the texts counted at a time (default 1024);
+                a dataset comes in its own batches and takes none.
+            steps: int or None. Read only this many batches (of the dataset, or of `batch_size`).
+            **options: the trainer's learning options (`min_frequency`, `max_token_length`,
+                `max_sentences`, ...; see `train_wordpiece`, `train_unigram`, `train_bpe`);
+                `show_progress` defaults to False. The vocabulary size and the special tokens are the
+                layer's (`vocab_size=`, `special_tokens=`).
+        """
+        corpus = _adapt_corpus(data, batch_size, steps)
+        self._adapt(corpus, {"show_progress": False, **options})
+
+    def _adapt(self, corpus, options):
+        """Train on `corpus` (a `tf.data.Dataset` of strings) with the trainer's `options`, then
+        `set_vocabulary`. Layers that have no trainer keep this."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not learn a vocabulary: adapt WordPieceLayer, UnigramLayer or BPELayer."
+        )
+
+    def _check_adapt_options(self, options, allowed):
+        """`options`, if each is a learning option of the trainer (`allowed`); the ones that belong to
+        the layer's constructor, or to no trainer, raise a `ValueError` naming them."""
+        for name in options:
+            if name not in allowed:
+                where = (
+                    "is set on the layer (its constructor's argument)"
+                    if name in ("vocab_size", "special_tokens") or hasattr(self, name)
+                    else "is not a learning option of this layer's trainer"
+                )
+                takes = ", ".join(sorted(allowed))
+                raise ValueError(f"`adapt` got `{name}`, which {where}. Options it takes: {takes}.")
+        return options
 
     # Encoding and decoding.
 
@@ -260,6 +305,34 @@ def _as_string_tensor(inputs):
     if inputs.dtype != tf.string:
         raise ValueError(f"Tokenizer inputs must be strings. Received a tensor of dtype {inputs.dtype.name}.")
     return inputs
+
+
+def _adapt_corpus(data, batch_size, steps):
+    """`adapt`'s `data` as a `tf.data.Dataset` of strings, `steps` batches of it at most."""
+    checks.integer("batch_size", batch_size, optional=True)
+    checks.integer("steps", steps, optional=True)
+    if isinstance(data, tf.data.Dataset):
+        if batch_size is not None:
+            raise ValueError(
+                "`batch_size` is for arrays and lists: a dataset comes in its own batches. "
+                f"Received: batch_size={batch_size}."
+            )
+        spec = data.element_spec
+        if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string:
+            raise ValueError(f"`data` must be a dataset of string tensors. Received a dataset of {spec}.")
+        return data if steps is None else data.take(steps)
+    if isinstance(data, (str, bytes)):
+        raise ValueError("`data` must hold texts (a dataset, an array or a list of strings), not one string.")
+    if not isinstance(data, (np.ndarray, tf.Tensor, list, tuple)):
+        raise ValueError(
+            f"`data` must be a `tf.data.Dataset`, a NumPy array, a tensor or a list of strings. Received: {type(data)}."
+        )
+    try:
+        texts = tf.reshape(tf.convert_to_tensor(data, tf.string), [-1])
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"`data` must hold strings only. Received: {data!r:.200}") from error
+    batches = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size or _ADAPT_BATCH)
+    return batches if steps is None else batches.take(steps)
 
 
 def _map_rows(inputs, function):

@@ -20,6 +20,10 @@ _VOCABULARY_ASSET = "vocab.json"
 _MERGES_ASSET = "merges.json"
 
 
+# What `adapt` passes on to `train_bpe`; the alphabet, tokens and size are the layer's.
+_ADAPT_OPTIONS = ("full_alphabet", "min_frequency", "max_token_length", "max_sentences", "max_memory", "show_progress")
+
+
 @keras.saving.register_keras_serializable(package="tfsubword")
 class BPELayer(TokenizerLayer):
     """Tokenize text with byte-pair encoding, exactly as Hugging Face's `ByteLevelBPETokenizer` does.
@@ -59,6 +63,7 @@ class BPELayer(TokenizerLayer):
         special_tokens: the tokens that stand for no text (`special_tokens` of the layer, with the
             unknown and padding tokens). None: GPT-2's `<|endoftext|>` if the vocabulary has it;
             others must be in it.
+        vocab_size: int or None. The number of tokens `adapt` learns. None: `train_bpe`'s 30,000.
         sequence_length: int or None. If set, outputs are dense, padded with `pad_token`'s id
             (0 when it is absent). Defaults to None (ragged).
         pad_token: str. Defaults to "<|endoftext|>", GPT-2's only special token.
@@ -88,6 +93,7 @@ class BPELayer(TokenizerLayer):
         add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
+        vocab_size=None,
         sequence_length=None,
         pad_token=GPT2_SPECIAL_TOKENS[0],
         dtype="int32",
@@ -111,6 +117,7 @@ class BPELayer(TokenizerLayer):
         self.add_prefix_space = checks.boolean("add_prefix_space", add_prefix_space)
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
+        self.vocab_size = checks.integer("vocab_size", vocab_size, optional=True)
         if (vocabulary is None) != (merges is None):
             raise ValueError("Pass both `vocabulary` and `merges`, or neither (to set them later).")
         self._pending_merges = merges
@@ -126,6 +133,31 @@ class BPELayer(TokenizerLayer):
             raise ValueError("BPELayer needs `merges` with its vocabulary.")
         self._merges = vocab_lib.read_merges(merges)
         super().set_vocabulary(vocabulary)
+
+    def _adapt(self, corpus, options):
+        from tfsubword.train import train_bpe
+
+        self._check_adapt_options(options, _ADAPT_OPTIONS)
+        unlike_the_trainer = {
+            "pattern": self.pattern != "gpt2",
+            "ignore_merges": self.ignore_merges,
+            "byte_fallback": self.byte_fallback,
+            "continuing_subword_prefix": bool(self.continuing_subword_prefix),
+            "end_of_word_suffix": bool(self.end_of_word_suffix),
+            "add_prefix_space": self.add_prefix_space,
+        }
+        changed = [name for name, differs in unlike_the_trainer.items() if differs]
+        if changed:
+            raise ValueError(
+                f"`adapt` learns merges as `train_bpe` does (GPT-2's pattern, no prefixes, suffixes or byte "
+                f"fallback): leave {', '.join(changed)} at the default."
+            )
+        special = list(GPT2_SPECIAL_TOKENS if self.given_special_tokens is None else self.given_special_tokens)
+        if self.unknown_token is not None and self.unknown_token not in special:
+            special.append(self.unknown_token)  # the layer needs it
+        sizes = {} if self.vocab_size is None else {"vocab_size": self.vocab_size}
+        vocabulary, merges = train_bpe(corpus, byte_level=self.byte_level, special_tokens=special, **sizes, **options)
+        self.set_vocabulary(vocabulary, merges)
 
     def get_merges(self):
         """The merges, as a list of `(left, right)` pairs in rank order."""
@@ -265,6 +297,7 @@ class BPELayer(TokenizerLayer):
                 "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
+                "vocab_size": self.vocab_size,
             }
         )
         return config

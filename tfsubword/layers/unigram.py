@@ -21,6 +21,21 @@ _FLT_MAX = np.finfo(np.float32).max
 _NOT_TEXT = (spm_model.CONTROL, spm_model.UNKNOWN, spm_model.BYTE)
 
 
+# What `adapt` passes on to `train_unigram`; the normalizer and the size are the layer's.
+_ADAPT_OPTIONS = (
+    "character_coverage",
+    "max_token_length",
+    "split_by_script",
+    "min_frequency",
+    "seed_size",
+    "shrinking_factor",
+    "num_sub_iterations",
+    "max_sentences",
+    "max_memory",
+    "show_progress",
+)
+
+
 @keras.saving.register_keras_serializable(package="tfsubword")
 class UnigramLayer(TokenizerLayer):
     """Tokenize text with a unigram language model, exactly as SentencePiece does.
@@ -45,6 +60,9 @@ class UnigramLayer(TokenizerLayer):
             switches. None (the default): the vocabulary's own, True for a list, as SentencePiece.
         unknown_token: str. The unknown piece of a list vocabulary. Defaults to "<unk>".
         control_tokens: the control pieces of a list vocabulary. Defaults to ("<s>", "</s>", "<pad>").
+        vocab_size: int or None. The number of pieces `adapt` learns (`<unk>`, `<s>` and `</s>`
+            included), with the normalizer the switches name (`normalization` None: "nmt_nfkc", as
+            SentencePiece trains). None: `train_unigram`'s 8,000.
         sequence_length: int or None. If set, outputs are dense, padded with the id of `pad_token`
             (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "<pad>".
@@ -72,6 +90,7 @@ class UnigramLayer(TokenizerLayer):
         escape_whitespaces=None,
         unknown_token=unigram_vocabulary.META_PIECES[0],
         control_tokens=(*unigram_vocabulary.META_PIECES[1:], "<pad>"),
+        vocab_size=None,
         sequence_length=None,
         pad_token="<pad>",
         dtype="int32",
@@ -87,6 +106,7 @@ class UnigramLayer(TokenizerLayer):
         self.escape_whitespaces = checks.boolean("escape_whitespaces", escape_whitespaces, optional=True)
         self.unknown_token = checks.string("unknown_token", unknown_token)
         self.control_tokens = checks.tokens("control_tokens", control_tokens)
+        self.vocab_size = checks.integer("vocab_size", vocab_size, optional=True)
         super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
 
     # Vocabulary.
@@ -106,6 +126,23 @@ class UnigramLayer(TokenizerLayer):
             model_types=self._MODEL_TYPES,
         )
         return [piece for piece, _, _ in self._model.pieces]
+
+    def _adapt(self, corpus, options):
+        from tfsubword.train import train_unigram
+
+        self._check_adapt_options(options, _ADAPT_OPTIONS)
+        if self.escape_whitespaces is False or self.unknown_token != unigram_vocabulary.META_PIECES[0]:
+            raise ValueError(
+                "`adapt` learns pieces as `train_unigram` does, with `escape_whitespaces` and the unknown piece "
+                f"{unigram_vocabulary.META_PIECES[0]!r}: leave both at their defaults."
+            )
+        switches = ("add_dummy_prefix", "remove_extra_whitespaces")
+        chosen = {name: getattr(self, name) for name in switches if getattr(self, name) is not None}
+        if self.normalization is not None:
+            chosen["normalization"] = self.normalization
+        if self.vocab_size is not None:
+            chosen["vocab_size"] = self.vocab_size
+        self.set_vocabulary(train_unigram(corpus, **chosen, **options))
 
     def get_scores(self):
         """The log-probability (score) of every piece, as a list of float; ids are positions."""
@@ -258,6 +295,7 @@ class UnigramLayer(TokenizerLayer):
                 "escape_whitespaces": self.escape_whitespaces,
                 "unknown_token": self.unknown_token,
                 "control_tokens": list(self.control_tokens),
+                "vocab_size": self.vocab_size,
             }
         )
         return config

@@ -15,6 +15,18 @@ from tfsubword.text.bert import BertNormalizer
 _WHOLE_TEXTS_AT_MOST = 8192
 
 
+# What `adapt` passes on to `train_wordpiece`; the normalization, tokens and size are the layer's.
+_ADAPT_OPTIONS = (
+    "min_frequency",
+    "limit_alphabet",
+    "max_token_length",
+    "algorithm",
+    "max_sentences",
+    "max_memory",
+    "show_progress",
+)
+
+
 @keras.saving.register_keras_serializable(package="tfsubword")
 class WordPieceLayer(TokenizerLayer):
     """Tokenize text into WordPiece ids exactly as Google's BERT tokenizer does.
@@ -44,6 +56,7 @@ class WordPieceLayer(TokenizerLayer):
         special_tokens: the tokens that stand for no text (`special_tokens` of the layer, with the
             unknown and padding tokens). None: BERT's `[PAD] [UNK] [CLS] [SEP] [MASK]`, those the
             vocabulary has; others must be in it. As in BERT, they are not recognized in the text.
+        vocab_size: int or None. The number of tokens `adapt` learns. None: `train_wordpiece`'s 30,000.
         sequence_length: int or None. If set, the output is a dense `[..., sequence_length]` tensor,
             truncated or padded with the id of `pad_token` (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "[PAD]".
@@ -79,6 +92,7 @@ class WordPieceLayer(TokenizerLayer):
         unknown_token="[UNK]",
         suffix_indicator="##",
         special_tokens=None,
+        vocab_size=None,
         sequence_length=None,
         pad_token="[PAD]",
         dtype="int32",
@@ -92,6 +106,7 @@ class WordPieceLayer(TokenizerLayer):
         self.unknown_token = checks.string("unknown_token", unknown_token)
         self.suffix_indicator = checks.string("suffix_indicator", suffix_indicator, empty=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
+        self.vocab_size = checks.integer("vocab_size", vocab_size, optional=True)
         super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
 
     def _validate_vocabulary(self, tokens):
@@ -118,6 +133,27 @@ class WordPieceLayer(TokenizerLayer):
         self._segmenter = WordPiece(
             tokens, self._token_ids[self.unknown_token], self.suffix_indicator, self.max_chars_per_word, whole_words
         )
+
+    def _adapt(self, corpus, options):
+        from tfsubword.train import train_wordpiece
+
+        self._check_adapt_options(options, _ADAPT_OPTIONS)
+        if not self.final_sigma:
+            raise ValueError("`adapt` counts words with `final_sigma=True`, as `train_wordpiece` does: set it so.")
+        special = list(BERT_SPECIAL_TOKENS if self.given_special_tokens is None else self.given_special_tokens)
+        special += [] if self.unknown_token in special else [self.unknown_token]  # the layer needs it
+        sizes = {} if self.vocab_size is None else {"vocab_size": self.vocab_size}
+        tokens = train_wordpiece(
+            corpus,
+            lowercase=self.lowercase,
+            strip_accents=self.strip_accents,
+            split_on_cjk=self.split_on_cjk,
+            special_tokens=special,
+            suffix_indicator=self.suffix_indicator,
+            **sizes,
+            **options,
+        )
+        self.set_vocabulary(tokens)
 
     def _unknown_token_id(self):
         return self._token_ids[self.unknown_token]
@@ -199,6 +235,7 @@ class WordPieceLayer(TokenizerLayer):
                 "unknown_token": self.unknown_token,
                 "suffix_indicator": self.suffix_indicator,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
+                "vocab_size": self.vocab_size,
             }
         )
         return config
