@@ -79,7 +79,7 @@ _SAMPLE_SEED = 20261127
 def count_words(
     corpus=None, *, files=None, pretokenizer=None, show_progress=False, max_sentences=None, max_memory=None
 ):
-    """Word -> count, in first-occurrence order.
+    """Word -> count, in first-occurrence order (the trainers reorder them: see `tfsubword.train`).
 
     Exactly one of:
         corpus: an iterable of strings (str or UTF-8 bytes), a `tf.data.Dataset` of strings, or a
