@@ -17,7 +17,7 @@ from tfsubword import cli, train_bpe, train_unigram, train_wordpiece
 from tfsubword.files import counts as counts_lib
 from tfsubword.train import counting
 from tfsubword.train.bpe import learn_bpe
-from tfsubword.train.wordpiece import learn_wordpiece
+from tfsubword.train.wordpiece import learn_wordpiece, within_alphabet
 
 # Small vocabularies, so that ties decide many merges (quick tier), and larger ones (full suite).
 QUICK = {"wordpiece": 400, "bpe": 400, "unigram": 300}
@@ -142,3 +142,6 @@ def test_word_counts_in_any_order_give_the_vocabulary_of_the_trainers_order(coun
             assert got == expected
         expected = learn_bpe(ordered, 10_000, special_tokens=())
         assert train_bpe(shuffled, 10_000, special_tokens=(), show_progress=False) == expected
+        # With `limit_alphabet`, words made equal add up, then go in the trainers' order.
+        expected = learn_wordpiece(counts_lib.ordered(within_alphabet(counts, 2)), 10_000, special_tokens=())
+        assert train_wordpiece(shuffled, 10_000, special_tokens=(), limit_alphabet=2, show_progress=False) == expected
