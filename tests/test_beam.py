@@ -65,7 +65,7 @@ def test_beam_counts_equal_local_counts_and_give_the_same_vocabulary(tmp_path, s
 @pytest.mark.parametrize("model", ["wordpiece", "bpe", "unigram"])
 def test_beam_counts_of_shards_give_the_vocabulary_of_the_lines_in_any_order(tmp_path, model):
     """One corpus, one vocabulary (tests/test_train_order.py), the shards counted by Beam."""
-    lines = one_vocabulary.corpus(300, 100)
+    lines = one_vocabulary.corpus(150, 50)
     size, options = one_vocabulary.QUICK[model], one_vocabulary.QUICK_OPTIONS.get(model, {})
     flags = [text for name, value in options.items() for text in (f"--{name}", value)]
     counts = str(tmp_path / "counts.tsv")

@@ -20,7 +20,7 @@ from tfsubword.train.bpe import learn_bpe
 from tfsubword.train.wordpiece import learn_wordpiece, within_alphabet
 
 # Small vocabularies, so that ties decide many merges (quick tier), and larger ones (full suite).
-QUICK = {"wordpiece": 400, "bpe": 400, "unigram": 300}
+QUICK = {"wordpiece": 400, "bpe": 400, "unigram": 200}
 # The quick tier's Unigram counts without NFKC, whose rules take seconds to build once per process.
 QUICK_OPTIONS = {"unigram": {"normalization": "identity"}}
 FULL = {"wordpiece": 3000, "bpe": 3000, "unigram": 2000}
@@ -87,7 +87,7 @@ def counted(path, model, files, options=None):
 
 @pytest.mark.parametrize("model", ["wordpiece", "bpe", "unigram"])
 def test_one_vocabulary_from_any_order_and_from_counts_of_shards(tmp_path, model):
-    lines, size, options = corpus(300, 100), QUICK[model], QUICK_OPTIONS.get(model, {})
+    lines, size, options = corpus(150, 50), QUICK[model], QUICK_OPTIONS.get(model, {})
     expected = trained(tmp_path / "as-read", model, size, lines, **options)
     for name, reordered in reorderings(lines).items():
         assert trained(tmp_path / name, model, size, reordered, **options) == expected, name
@@ -117,7 +117,7 @@ def test_one_vocabulary_from_files_in_any_order_shards_and_counts(tmp_path, mode
 def test_the_corpus_has_ties_that_the_word_order_decides():
     """Without the trainers' order, the seeds' first-occurrence rule learns another vocabulary from the
     lines reversed: the tests above could fail."""
-    lines = corpus(300, 100)
+    lines = corpus(150, 50)
     words = counting.pre_tokenizer_of(counts_lib.pre_tokenizer("wordpiece"))
     forward = counting.count_words(lines, pretokenizer=words, show_progress=False)
     backward = counting.count_words(lines[::-1], pretokenizer=words, show_progress=False)
