@@ -121,6 +121,9 @@ def test_seed_corpus_with_its_words_in_the_trainers_order():
     alphabet): (Ġ, a) and (e, r) both occur 5 times, and `Ġable` now comes before `Ġchapter`."""
     vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
     assert (vocabulary, merges) == learn_bpe(counts_lib.ordered(byte_level_counts(SEED_CORPUS)), 50)
+    assert (vocabulary, merges) == textbook_bpe(
+        counts_lib.ordered(byte_level_counts(SEED_CORPUS)), 50, ["<|endoftext|>"]
+    )
     assert merges[:5] == [("Ġ", "t"), ("i", "s"), ("Ġ", "a"), ("e", "r"), ("e", "n")]
     assert len(merges) == 19 and merges[-2:] == [("er", "a"), ("h", "o")]
     layer = BPELayer(vocabulary, merges, dtype="string")

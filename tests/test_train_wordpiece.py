@@ -172,6 +172,7 @@ def test_seed_corpus_with_its_words_in_the_trainers_order():
     vocabulary = train_wordpiece(SEED_CORPUS, 70, lowercase=False, show_progress=False)
     assert vocabulary == SEED_TRAINED
     assert vocabulary == learn_wordpiece(counts_lib.ordered(counts), 70, special_tokens=SPECIALS)
+    assert textbook_wordpiece(counts_lib.ordered(counts), 70, SPECIALS) == SEED_TRAINED  # the plain oracle
 
 
 def textbook_wordpiece(word_counts, vocab_size, special_tokens=(), prefix="##", algorithm="score"):
