@@ -1,11 +1,12 @@
 """Counting with Apache Beam (`tfsubword.beam`, the DirectRunner) equals counting on one machine:
-the same counts file, the same vocabularies learned from it. Run with `pytest --beam tests/test_beam.py`
-where the `beam` extra is installed (see tests/conftest.py)."""
+the same counts file, the same vocabularies learned from it, and from the lines in any order. Run with
+`pytest --beam tests/test_beam.py` where the `beam` extra is installed (see tests/conftest.py)."""
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests import test_train_order as one_vocabulary
 from tests.conftest import SHARED_DATA, nonempty_lines, real_texts
 from tfsubword import beam as tfsubword_beam
 from tfsubword import cli, train_bpe, train_unigram, train_wordpiece
@@ -59,6 +60,22 @@ def test_beam_counts_equal_local_counts_and_give_the_same_vocabulary(tmp_path, s
         train_options = {**train_options, **options}
     from_beam = train(counts=beam_file, show_progress=False, **train_options)
     assert from_beam == train(counts=local_file, show_progress=False, **train_options)
+
+
+@pytest.mark.parametrize("model", ["wordpiece", "bpe", "unigram"])
+def test_beam_counts_of_shards_give_the_vocabulary_of_the_lines_in_any_order(tmp_path, model):
+    """One corpus, one vocabulary (tests/test_train_order.py), the shards counted by Beam."""
+    lines = one_vocabulary.corpus(150, 50)
+    size, options = one_vocabulary.QUICK[model], one_vocabulary.QUICK_OPTIONS.get(model, {})
+    flags = [text for name, value in options.items() for text in (f"--{name}", value)]
+    counts = str(tmp_path / "counts.tsv")
+    command = ["count", model, *flags, "--runner", "DirectRunner", "--direct_num_workers=1", "-o", counts]
+    assert cli.main([*command, *one_vocabulary.shards(tmp_path, lines)]) == 0
+    trained = one_vocabulary.trained
+    expected = trained(tmp_path / "from-beam", model, size, counts=counts, **options)
+    assert trained(tmp_path / "as-read", model, size, lines, **options) == expected
+    for name, reordered in one_vocabulary.reorderings(lines).items():
+        assert trained(tmp_path / name, model, size, reordered, **options) == expected, name
 
 
 def test_count_words_on_a_collection_of_str_lines():

@@ -13,6 +13,7 @@ import tensorflow as tf
 from tests.conftest import nonempty_lines, parity_call, real_texts, shared_file, shared_texts
 from tests.serving import serve, serve_ragged
 from tfsubword import BPELayer, train_bpe
+from tfsubword.files import counts as counts_lib
 from tfsubword.files.vocab import write_merges, write_vocab_json
 from tfsubword.segment import bpe as bpe_segment
 from tfsubword.text import byte_level as byte_level_lib
@@ -31,11 +32,12 @@ def tokenizers_module():
     return pytest.importorskip("tokenizers")
 
 
-# The seed (002): its 19 merges, its vocabulary and its tokenization, as printed there.
+# The seed (002): its 19 merges, its vocabulary and its tokenization, as printed there, from its words in
+# its order (first seen): ties go to the pair met first in that order.
 
 
 def test_seed_example():
-    vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
+    vocabulary, merges = learn_bpe(byte_level_counts(SEED_CORPUS), 50)
     assert merges == [
         ("Ġ", "t"),
         ("i", "s"),
@@ -114,6 +116,21 @@ def test_seed_example():
     assert tokens == ["This", "Ġis", "Ġ", "n", "o", "t", "Ġa", "Ġtoken", "."]
 
 
+def test_seed_corpus_with_its_words_in_the_trainers_order():
+    """`train_bpe` gives the learner the words most frequent first, then by code point (in the byte
+    alphabet): (Ġ, a) and (e, r) both occur 5 times, and `Ġable` now comes before `Ġchapter`."""
+    vocabulary, merges = train_bpe(SEED_CORPUS, vocab_size=50, show_progress=False)
+    assert (vocabulary, merges) == learn_bpe(counts_lib.ordered(byte_level_counts(SEED_CORPUS)), 50)
+    assert (vocabulary, merges) == textbook_bpe(
+        counts_lib.ordered(byte_level_counts(SEED_CORPUS)), 50, ["<|endoftext|>"]
+    )
+    assert merges[:5] == [("Ġ", "t"), ("i", "s"), ("Ġ", "a"), ("e", "r"), ("e", "n")]
+    assert len(merges) == 19 and merges[-2:] == [("er", "a"), ("h", "o")]
+    layer = BPELayer(vocabulary, merges, dtype="string")
+    tokens = [t.decode("utf-8") for t in layer("This is not a token.").numpy().tolist()]
+    assert tokens == ["This", "Ġis", "Ġ", "n", "o", "t", "Ġa", "Ġtoken", "."]
+
+
 def test_seed_word_counts_by_hand():
     """hug 10, pug 5, pun 12, bun 4, hugs 5: (u, g) 20, then (u, n) 16, then (h, ug) 15, as the seed says."""
     counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
@@ -122,7 +139,8 @@ def test_seed_word_counts_by_hand():
     assert merges == [("u", "g"), ("u", "n"), ("h", "ug")]
 
 
-# The textbook algorithm, written plainly: recount every pair after each merge.
+# The textbook algorithm, written plainly: recount every pair after each merge. Ties go to the pair met
+# first with the words in the order given: `train_bpe` gives them most frequent first, then by code point.
 
 
 def textbook_bpe(word_counts, vocab_size, special_tokens):
@@ -156,6 +174,7 @@ def textbook_bpe(word_counts, vocab_size, special_tokens):
 
 
 def byte_level_counts(lines):
+    """The words of `lines` in GPT-2's byte alphabet, counted in the order first seen."""
     words = byte_level_lib.split_words(tf.constant(lines)).flat_values.numpy().tolist()
     counts = {}
     for word in words:
@@ -169,7 +188,7 @@ def byte_level_counts(lines):
 @pytest.mark.parametrize("name, lines, size", [("botchan.txt", 300, 700), ("wagahaiwa_nekodearu.txt", 120, 900)])
 def test_textbook_oracle_on_real_text(name, lines, size):
     texts = nonempty_lines(shared_file(name))[:lines]
-    expected = textbook_bpe(byte_level_counts(texts), size, ["<|endoftext|>"])
+    expected = textbook_bpe(counts_lib.ordered(byte_level_counts(texts)), size, ["<|endoftext|>"])
     assert len(expected[0]) == size
     assert train_bpe(texts, vocab_size=size, show_progress=False) == expected
 
@@ -184,7 +203,7 @@ def test_textbook_oracle_on_real_text(name, lines, size):
 def test_textbook_oracle_on_random_counts(counts, extra, few):
     """`few=0`: every merge takes the array path, which otherwise only merges in many places take."""
     alphabet = len({char for word in counts for char in word})
-    expected = textbook_bpe(counts, alphabet + extra, [])
+    expected = textbook_bpe(counts_lib.ordered(counts), alphabet + extra, [])
     import warnings
 
     with warnings.catch_warnings(), mock.patch.object(merges_lib, "_FEW", few):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.test_train_wordpiece import SEED_CORPUS, SEED_VOCABULARY
+from tests.test_train_wordpiece import SEED_CORPUS, SEED_TRAINED
 from tfsubword import cli, train_wordpiece
 from tfsubword.files.vocab import read_vocabulary
 
@@ -22,7 +22,7 @@ def test_train_writes_the_vocabulary(tmp_path, corpus_file, capsys):
     output = tmp_path / "vocab.txt"
     code = cli.main(["train", "wordpiece", "--vocab-size", "70", "--no-lowercase", "-o", str(output), str(corpus_file)])
     assert code == 0
-    assert read_vocabulary(output) == SEED_VOCABULARY
+    assert read_vocabulary(output) == SEED_TRAINED
     error = capsys.readouterr().err
     assert "counting words" in error and "learning tokens" in error and "wrote 70 tokens" in error
 
@@ -75,7 +75,7 @@ def test_train_reads_standard_input(tmp_path, corpus_file, monkeypatch):
             )
             == 0
         )
-    assert read_vocabulary(output) == SEED_VOCABULARY
+    assert read_vocabulary(output) == SEED_TRAINED
 
 
 def test_train_errors_name_the_problem_and_write_nothing(tmp_path, corpus_file, capsys):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import nonempty_lines, shared_file
 from tfsubword import WordPieceLayer, train_wordpiece
+from tfsubword.files import counts as counts_lib
 from tfsubword.text.bert import BertNormalizer
 from tfsubword.train import merges as merges_lib
 from tfsubword.train.counting import bert_words, count_words
@@ -114,6 +115,35 @@ SEED_TOKENS = [
     "##e",
     "[UNK]",
 ]
+# What `train_wordpiece` learns from the seed's corpus: the words go most frequent first, then by code
+# point, and ties among the seed's pairs go otherwise from the 46th token on.
+SEED_TRAINED = SEED_VOCABULARY[:45] + [
+    "##fu",
+    "ab",
+    "Fa",
+    "Fac",
+    "##ful",
+    "##full",
+    "##fully",
+    "##ct",
+    "Th",
+    "##hm",
+    "ch",
+    "##thm",
+    "cha",
+    "chap",
+    "chapt",
+    "Hu",
+    "Hug",
+    "Hugg",
+    "sh",
+    "th",
+    "is",
+    "##thms",
+    "abl",
+    "##lg",
+    "alg",
+]
 HUG_COUNTS = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
 
 
@@ -122,14 +152,27 @@ def test_seed_merges_by_the_formula():
     # (h, ##u), is merged. Then (hu, ##gs) = 5/(15*5) = 1/15 beats (hu, ##g) = 10/(15*15) = 2/45.
     merged = [merge[2] for merge in iter_merges(HUG_COUNTS)][:4]
     assert merged == ["##gs", "hu", "hugs", "hug"]
+    # With the words most frequent first (pun, hug, hugs, pug, bun), the first of the tied pairs is (p, ##u).
+    merged = [merge[2] for merge in iter_merges(counts_lib.ordered(HUG_COUNTS))][:4]
+    assert merged == ["##gs", "pu", "hu", "bu"]
 
 
 def test_seed_seventy_token_vocabulary_and_its_tokenization():
-    vocabulary = train_wordpiece(SEED_CORPUS, 70, lowercase=False, show_progress=False)
+    """The seed's words in its order (first seen), as the seed counts them: its ties, its 70 tokens."""
+    counts = count_words(SEED_CORPUS, pretokenizer=bert_words(lowercase=False))
+    vocabulary = learn_wordpiece(counts, 70, special_tokens=SPECIALS)
     assert vocabulary == SEED_VOCABULARY
     layer = WordPieceLayer(vocabulary, lowercase=False, dtype="string")
     tokens = [token.decode() for token in layer("This is the Hugging Face course!").numpy()]
     assert tokens == SEED_TOKENS
+
+
+def test_seed_corpus_with_its_words_in_the_trainers_order():
+    counts = count_words(SEED_CORPUS, pretokenizer=bert_words(lowercase=False))
+    vocabulary = train_wordpiece(SEED_CORPUS, 70, lowercase=False, show_progress=False)
+    assert vocabulary == SEED_TRAINED
+    assert vocabulary == learn_wordpiece(counts_lib.ordered(counts), 70, special_tokens=SPECIALS)
+    assert textbook_wordpiece(counts_lib.ordered(counts), 70, SPECIALS) == SEED_TRAINED  # the plain oracle
 
 
 def textbook_wordpiece(word_counts, vocab_size, special_tokens=(), prefix="##", algorithm="score"):

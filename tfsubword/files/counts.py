@@ -8,9 +8,10 @@ The first line names the pre-tokenizer that counted (the trainer checks it is it
 it is a word and its count; in words, a backslash, a tab, a line feed and a carriage return are written
 `\\\\`, `\\t`, `\\n` and `\\r`, so any word round-trips. Lines may come in any order and a word may come
 more than once (shards written apart): reading sums them and orders the words by count, most frequent
-first, then by code point, so every reader of the same counts sees the same order, which is the
-trainers' order for ties. The reader treats the file as untrusted: anything else is a `ValueError`
-naming the file and the line.
+first, then by code point (`ordered`), so every reader of the same counts sees the same order. It is
+the order in which the trainers give words to their learners, whatever the source (see
+`tfsubword.train`). The reader treats the file as untrusted: anything else is a `ValueError` naming
+the file and the line.
 """
 
 import json
@@ -71,7 +72,8 @@ def line(word, count):
 
 
 def ordered(counts):
-    """`counts` (word -> count) as a dict in the files' order: by count, most frequent first, then by word."""
+    """`counts` (word -> count) as a dict in the files' and the trainers' order: by count, most frequent
+    first, then by the word's code points. It depends on the counts alone, not on their order."""
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 

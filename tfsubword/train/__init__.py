@@ -3,6 +3,13 @@
 Each `train_*` counts the words of a corpus with its layer's own pre-tokenizer (`counting`), learns a
 vocabulary from the counts (`wordpiece`, `unigram`, `bpe`) and, given `output`, writes it where its layer
 and the matching Hugging Face or SentencePiece tool read it.
+
+One corpus, one vocabulary: the learners break ties between equal scores by the order of the words they
+are given (the seeds' rule: the pair that occurs first), and each `train_*` gives them the words in one
+order that depends on the counts alone, `files.counts.ordered` (most frequent first, then by code
+point), as the learner sees them (after `limit_alphabet`, in BPE's byte alphabet). So the lines in any
+order, in shards, a mapping in any order and counts files (`tfsubword count`, Apache Beam) all give
+the same vocabulary; only sampling lines (`max_sentences`) depends on their order.
 """
 
 import collections.abc
@@ -102,16 +109,16 @@ def train_wordpiece(
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
-            already pre-tokenized (used as given, no normalization; its order is the first-occurrence
-            order). Pass this, `files` or `counts`.
+            already pre-tokenized (used as given, no normalization). Pass this, `files` or `counts`.
+            The order of the texts or of the mapping does not matter (see the module's docstring).
         vocab_size: int. The number of tokens to return. Fewer come back, with a warning, when the corpus
             runs out of pairs (or, with `algorithm="likelihood"`, of merges that raise the likelihood).
         files: paths of UTF-8 text files (local or any file system TensorFlow reads), read lazily.
         counts: the path of a counts file (`tfsubword count`, `tfsubword.beam.CountWords`), or a list of
-            them, counted with this trainer's pre-tokenizer options (checked); ties in training go by the
-            files' order (see `tfsubword.files.counts`).
+            them (shards, summed), counted with this trainer's pre-tokenizer options (checked).
         max_sentences: int or None. Learn from a uniform sample of this many lines of the text (the same
-            sample on every run), as SentencePiece's `input_sentence_size`.
+            sample on every run of the same lines in the same order: the one input whose order
+            matters), as SentencePiece's `input_sentence_size`.
         max_memory: int or None. Bytes the word counts may take while counting (about the word's length
             plus 180 a distinct word); more stops with a `ValueError` instead of running out of memory.
         special_tokens: tokens placed first, in order. Defaults to BERT's five.
@@ -130,7 +137,11 @@ def train_wordpiece(
 
     >>> counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
     >>> train_wordpiece(counts, vocab_size=11, special_tokens=(), show_progress=False)
-    ['##g', '##n', '##s', '##u', 'b', 'h', 'p', '##gs', 'hu', 'hugs', 'hug']
+    ['##g', '##n', '##s', '##u', 'b', 'h', 'p', '##gs', 'pu', 'hu', 'bu']
+
+    After `##gs`, every pair scores 1/36: the first in the trainers' order (`pun`, the most frequent
+    word, first) is `(p, ##u)`. The seed that gives this example takes `(h, ##u)`, the first of its
+    words in the order written (`tfsubword.train.wordpiece.learn_wordpiece` on those counts as given).
     """
     special_tokens = _check_merge_arguments(vocab_size, special_tokens, min_frequency, max_token_length)
     checks.string("suffix_indicator", suffix_indicator, empty=True)
@@ -144,7 +155,7 @@ def train_wordpiece(
         counts = within_alphabet(counts, limit_alphabet)
     with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
         vocabulary = learn_wordpiece(
-            counts,
+            counts_lib.ordered(counts),  # ties go by this order (see the module's docstring)
             vocab_size,
             special_tokens=special_tokens,
             suffix_indicator=suffix_indicator,
@@ -231,7 +242,8 @@ def train_unigram(
         add_dummy_prefix=add_dummy_prefix,
         remove_extra_whitespaces=remove_extra_whitespaces,
     )
-    counts = _counts(corpus, files, counts, spec, show_progress, max_sentences, max_memory)
+    # Float sums run in the order of the words: one order, whatever the corpus's (see the module's docstring).
+    counts = counts_lib.ordered(_counts(corpus, files, counts, spec, show_progress, max_sentences, max_memory))
     with Progress("pruning pieces", total=None, enabled=show_progress, unit=" pieces left") as bar:
         pieces = learn_unigram(
             counts,
@@ -275,7 +287,8 @@ def train_bpe(
 
     Words are counted with `BPELayer`'s own pre-tokenization in the graph (GPT-2's pattern), written in
     GPT-2's byte alphabet (`byte_level=True`: a space is `Ġ`) or kept as characters. Each step merges the
-    most frequent pair; ties go to the pair that occurs first in the corpus (see `tfsubword.train.bpe`).
+    most frequent pair; ties go to the pair that occurs first with the words in one order, most frequent
+    first, then by code point in the byte alphabet (see the module's docstring and `tfsubword.train.bpe`).
 
     Args:
         corpus: an iterable of texts, a `tf.data.Dataset` of strings, or a mapping word -> count that is
@@ -312,7 +325,7 @@ def train_bpe(
     alphabet = byte_level_lib.byte_to_char() if byte_level and full_alphabet else ()
     with Progress("learning tokens", total=vocab_size, enabled=show_progress) as bar:
         vocabulary, merges = learn_bpe(
-            counts,
+            counts_lib.ordered(counts),  # ties go by this order (see the module's docstring)
             vocab_size,
             special_tokens=special_tokens,
             alphabet=alphabet,

@@ -3,7 +3,10 @@
 Every word starts as its symbols (characters of the model's alphabet: with byte-level BPE, one per
 byte). Each step merges the most frequent adjacent pair everywhere it occurs (left to right, without
 overlap) into one symbol, its parts' texts joined; ties go to the pair that occurs first in the corpus
-(words in first-occurrence order, then left to right), as in the seeds' worked example.
+(words in the order of the word counts, then left to right), as in the seeds' worked example, whose
+words are in the order first seen. `train_bpe` gives the words in an order of the counts alone (most
+frequent first, then by code point), so that its merges do not depend on the order of the corpus (see
+`tfsubword.train`).
 
 It runs on the pair-merge engine the WordPiece trainer shares (`merges.PairCorpus`: a merge rewrites
 only the places that hold the pair, and reports the pairs whose count rose or whose first occurrence
@@ -27,7 +30,7 @@ def learn_bpe(
     max_token_length=None,
     progress=None,
 ):
-    """`(vocabulary, merges)` learned from `word_counts` (word -> count, in first-occurrence order).
+    """`(vocabulary, merges)` learned from `word_counts` (word -> count, whose order breaks ties).
 
     The vocabulary is the special tokens, then the alphabet (every character of the words, and the
     characters of `alphabet`), sorted by code point, then each new token in the order learned: exactly

@@ -12,8 +12,8 @@ another; a symbol sits in the slot of its first character, and each slot links t
 previous symbol of its word. A pair is known by where it may occur: the slots of its left part, kept
 per pair and checked when read (a merge leaves the old places of the pairs around it to be dropped
 then). So a merge costs a few array operations over the places it rewrites, not a Python step per word,
-and a slot's number orders occurrences as the corpus does (words in first-occurrence order, then left
-to right).
+and a slot's number orders occurrences as the corpus does (words in the order of the word counts, then
+left to right): the order that breaks ties.
 """
 
 import bisect

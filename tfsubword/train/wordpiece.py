@@ -5,8 +5,10 @@ Each step merges one pair of adjacent symbols everywhere it occurs (left to righ
 into a new symbol `a + b` without `b`'s indicator. Which pair:
 
 - `algorithm="score"` (the seeds' rule): the highest `freq(ab) / (freq(a) * freq(b))`, compared exactly
-  as integers; ties go to the pair that occurs first in the corpus (words in first-occurrence order,
-  then left to right).
+  as integers; ties go to the pair that occurs first in the corpus (words in the order of the word
+  counts, then left to right). The seeds count their words in the order first seen; `train_wordpiece`
+  gives the words in an order of the counts alone (most frequent first, then by code point), so that its
+  vocabulary does not depend on the order of the corpus (see `tfsubword.train`).
 - `algorithm="likelihood"` (seed 004): the pair whose merge most increases the log-likelihood of the
   segmented corpus under a unigram model, `L = sum_t c_t log(c_t / N)`; training stops when no merge
   increases it. Merging `k` occurrences of `(a, b)` changes `L` by
@@ -14,7 +16,8 @@ into a new symbol `a + b` without `b`'s indicator. Which pair:
   so both rules are computed from the same counts. For `k` small against the counts, that gain is about
   `k * log(k N / (c_a c_b))`: `k` times the log of the score rule's ratio (times `N`). The score rule
   ranks pairs by how much more often they occur together than chance alone; the likelihood rule
-  weighs that by how often, so it prefers frequent pairs and stops once nothing beats chance.
+  weighs that by how often, so it prefers frequent pairs and stops once nothing beats chance. Ties
+  go as with the score rule.
 
 Both run incrementally on the pair-merge engine BPE shares (`merges.PairCorpus`): a merge rewrites only
 the places that hold the pair, and the rankings (`rankings`) re-rank only the pairs whose counts or
@@ -42,7 +45,8 @@ def initial_alphabet(words, suffix_indicator):
 
 def within_alphabet(word_counts, size):
     """`word_counts` with only the `size` most frequent characters (ties by code point) left in the
-    words: the others are taken out (a word left empty goes), and words made equal add up."""
+    words: the others are taken out (a word left empty goes), and words made equal add up (the kept
+    characters depend on the counts alone, not on their order)."""
     frequency = {}
     for word, count in word_counts.items():
         for char in word:
@@ -69,7 +73,8 @@ def learn_wordpiece(
     algorithm=SCORE,
     progress=None,
 ):
-    """The WordPiece vocabulary learned from `word_counts` (a mapping word -> count, in first-occurrence order).
+    """The WordPiece vocabulary learned from `word_counts` (a mapping word -> count, whose order breaks ties:
+    the seeds' worked examples come out with their words in the order first seen).
 
     Returns the special tokens, then the alphabet sorted by code point, then each new token in the
     order learned: exactly `vocab_size` tokens, or fewer (with a warning) when the merges run out
