@@ -60,6 +60,15 @@ def test_adapt_learns_the_trainers_vocabulary_from_a_dataset_a_list_and_an_array
     assert layer.vocabulary_size() == len(expected[0])
 
 
+@pytest.mark.parametrize("layer_class", [WordPieceLayer, BPELayer], ids=lambda c: c.__name__)
+def test_adapt_over_a_shuffled_dataset_learns_the_same_vocabulary(layer_class):
+    texts = lines()
+    dataset = tf.data.Dataset.from_tensor_slices(texts)
+    layer = layer_of(layer_class)
+    layer.adapt(dataset.shuffle(len(texts), seed=7, reshuffle_each_iteration=False).batch(40))
+    assert learned(layer) == trained(layer_class, texts)
+
+
 def test_adapt_passes_the_layers_normalization_and_the_trainers_options():
     texts = lines()
     layer = WordPieceLayer(lowercase=False, suffix_indicator="@@", vocab_size=250)
