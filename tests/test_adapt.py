@@ -43,20 +43,36 @@ def learned(layer):
     return layer.get_vocabulary(), layer.get_merges() if isinstance(layer, BPELayer) else None
 
 
-@pytest.mark.parametrize("layer_class", list(SIZES), ids=lambda c: c.__name__)
-def test_adapt_learns_the_trainers_vocabulary_from_a_dataset_a_list_and_an_array(layer_class):
+SOURCES = ("dataset of [batch, 1] batches", "dataset of texts", "list", "array [n, 1]")
+
+
+def source(name, texts):
+    return {
+        "dataset of [batch, 1] batches": lambda: tf.data.Dataset.from_tensor_slices([[t] for t in texts]).batch(64),
+        "dataset of texts": lambda: tf.data.Dataset.from_tensor_slices(texts),
+        "list": lambda: texts,
+        "array [n, 1]": lambda: np.array(texts)[:, None],
+    }[name]()
+
+
+@pytest.mark.parametrize(
+    "layer_class, sources",
+    [
+        (WordPieceLayer, SOURCES),
+        (BPELayer, SOURCES),
+        (UnigramLayer, ("dataset of [batch, 1] batches",)),  # each unigram training takes a second
+        pytest.param(UnigramLayer, SOURCES[1:], marks=pytest.mark.full),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else str(len(value)),
+)
+def test_adapt_learns_the_trainers_vocabulary_from_a_dataset_a_list_and_an_array(layer_class, sources):
     texts = lines()
     expected = trained(layer_class, texts)
-    sources = {
-        "dataset of [batch, 1] batches": tf.data.Dataset.from_tensor_slices([[t] for t in texts]).batch(64),
-        "dataset of texts": tf.data.Dataset.from_tensor_slices(texts),
-        "list": texts,
-        "array [n, 1]": np.array(texts)[:, None],
-    }
-    for source, data in sources.items():
+    for name in sources:
+        data = source(name, texts)
         layer = layer_of(layer_class)
         layer.adapt(data)
-        assert learned(layer) == expected, f"adapt from a {source}"
+        assert learned(layer) == expected, f"adapt from a {name}"
     assert layer.vocabulary_size() == len(expected[0])
 
 
