@@ -693,6 +693,7 @@ def test_character_bpe_with_a_subword_prefix_or_a_word_suffix_matches(affix):
     assert contract.as_lists(layer(tf.constant(lines))) == [e.ids for e in reference.encode_batch(lines)]
 
 
+@pytest.mark.full
 def test_byte_level_without_its_regex_matches():
     """`ByteLevel(use_regex=false)` alone: each piece between added tokens is one word of bytes."""
     text = edited("gpt2", set_path(["pre_tokenizer", "use_regex"], False))

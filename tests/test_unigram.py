@@ -408,6 +408,7 @@ def test_lines_the_split_reads_one_at_a_time():
     assert [offsets_encoder("nmt_nfkc")([line])[0] for line in MIXED_LINES] == spans
 
 
+@pytest.mark.full
 def test_long_words_without_a_dummy_prefix_are_cut_at_their_start():
     """Words of more than 64 bytes are cut where no piece crosses before they are segmented. Without
     a dummy prefix a line's first word has no `▁`, and the distinct words are cut side by side: each
@@ -604,6 +605,7 @@ def test_byte_fallback_by_hand():
     assert reference.decode([2, byte[0xC3], 2]) == "a\ufffda"
 
 
+@pytest.mark.full
 def test_detokenize_byte_pieces_matches_sentencepiece_decode():
     """Random runs of byte pieces (most of them invalid UTF-8) between ordinary pieces."""
     layer = UnigramLayer(model_bytes("byte_fallback"))
