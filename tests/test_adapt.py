@@ -5,6 +5,7 @@ the references elsewhere); what is checked here is the path from a dataset, an a
 trainer, the layer's options reaching it, saving and serving after `adapt`, and the errors of bad input.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -137,6 +138,19 @@ def test_adapted_layers_save_as_keras_files(tmp_path):
         directory = tmp_path / layer_class.__name__
         directory.mkdir()
         contract.check_keras_saving(layer, ["The cat said hello.", "Botchan", ""], directory)
+
+
+@pytest.mark.full
+def test_a_model_that_ran_predicts_with_the_new_vocabulary_once_compiled_again():
+    """Keras keeps a model's traced `predict` function, and the tables it captured, until `compile`."""
+    layer = WordPieceLayer(VOCAB, vocab_size=SIZES[WordPieceLayer], sequence_length=6)
+    model = keras.Sequential([keras.Input(shape=(), dtype="string"), layer])
+    texts = np.array(["The cat said hello.", "Botchan"], dtype=object)
+    before = model.predict(texts, verbose=0).tolist()
+    layer.adapt(lines())
+    assert model.predict(texts, verbose=0).tolist() == before  # the documented limit
+    model.compile()
+    assert model.predict(texts, verbose=0).tolist() == layer(texts).numpy().tolist() != before
 
 
 @pytest.mark.full
