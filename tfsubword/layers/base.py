@@ -156,8 +156,8 @@ class TokenizerLayer(keras.layers.Layer):
         )
 
     def _check_adapt_options(self, options, allowed):
-        """`options`, if each is a learning option of the trainer (`allowed`); the ones that belong to
-        the layer's constructor, or to no trainer, raise a `ValueError` naming them."""
+        """Each of `options` must be a learning option of the trainer (`allowed`); the ones that belong
+        to the layer's constructor, or to no trainer, raise a `ValueError` naming them."""
         for name in options:
             if name not in allowed:
                 where = (
@@ -167,7 +167,6 @@ class TokenizerLayer(keras.layers.Layer):
                 )
                 takes = ", ".join(sorted(allowed))
                 raise ValueError(f"`adapt` got `{name}`, which {where}. Options it takes: {takes}.")
-        return options
 
     # Encoding and decoding.
 
