@@ -172,8 +172,44 @@ class TokenizerLayer(keras.layers.Layer):
 
     # The graph code uses tf.cond / tf.while_loop explicitly: autograph would only slow tracing (3x).
     @tf.autograph.experimental.do_not_convert
-    def call(self, inputs):
+    def call(self, inputs, training=None):
+        """`tokenize`; with `training` (as `model.fit` calls it), a sampled segmentation where the layer
+        was built to sample one, a new one at each call."""
+        if training is True and self._samples():
+            return self._sampled(inputs)
         return self.tokenize(inputs)
+
+    def _samples(self):
+        """Whether the layer samples segmentations in training (see `_init_sampling`)."""
+        return getattr(self, "_seed_generator", None) is not None
+
+    def _init_sampling(self, sampling, seed):
+        """Layers that sample call this in their constructor: with `sampling`, a seed generator in Keras's
+        way (`keras.random.SeedGenerator`), whose state moves on at every sampled call."""
+        checks.integer("seed", seed, minimum=0, optional=True)
+        self.seed = seed
+        self._seed_generator = keras.random.SeedGenerator(seed) if sampling else None
+
+    @tf.autograph.experimental.do_not_convert
+    def _sampled(self, inputs, offsets=False):
+        """`tokenize` (or `tokenize_with_offsets`) with a sampled segmentation."""
+        self._require_vocabulary()
+        flat, restore = _flatten_strings(_as_string_tensor(inputs))
+        seed = tf.cast(self._seed_generator.next(), tf.int32)
+        key, function = ("sampled offsets", self._sample_with_offsets) if offsets else ("sampled", self._sample)
+        result = self._traced(key, function, [*_STRINGS, tf.TensorSpec([2], tf.int32)], flat, seed)
+        if not offsets:
+            return restore(self._finish(result))
+        ids, starts, ends = result
+        return restore(self._finish(ids)), restore(self._pad(starts, 0)), restore(self._pad(ends, 0))
+
+    def _sample(self, strings, seed):
+        """`_tokenize_strings` with a sampled segmentation drawn with `seed` (int32 `[2]`)."""
+        raise NotImplementedError
+
+    def _sample_with_offsets(self, strings, seed):
+        """`_tokenize_strings_with_offsets` with a sampled segmentation."""
+        raise NotImplementedError
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, inputs):
@@ -188,8 +224,9 @@ class TokenizerLayer(keras.layers.Layer):
         return restore(self._finish(self._traced("encode", self._tokenize_strings, _STRINGS, flat)))
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, inputs):
+    def tokenize_with_offsets(self, inputs, training=False):
         """Strings -> `(tokens, starts, ends)`: what `tokenize` gives, and where each token comes from.
+        With `training=True`, a sampled segmentation as `call` gives it in training, with its offsets.
 
         `starts` and `ends` (int64, the shape of `tokens`) are byte offsets into the *original* strings:
         token i covers bytes `[starts[i], ends[i])`, through lowercasing, accent stripping and deleted
@@ -197,6 +234,8 @@ class TokenizerLayer(keras.layers.Layer):
         last byte, so characters deleted inside a word fall within it). An unknown token spans its whole
         word. Padding positions (with `sequence_length`) have offsets 0.
         """
+        if training is True and self._samples():
+            return self._sampled(inputs, offsets=True)
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
         ids, starts, ends = self._traced("offsets", self._tokenize_strings_with_offsets, _STRINGS, flat)

@@ -20,6 +20,8 @@ class SentencePieceLayer(UnigramLayer):
 
     Args:
         model: the path or the bytes of a SentencePiece `.model` file of type unigram or BPE.
+        alpha, nbest_size, seed: subword regularization of a unigram model in training, as
+            `UnigramLayer`'s (SentencePiece's `encode(..., enable_sampling=True)`).
         sequence_length: int or None. If set, outputs are dense, padded with the id of `pad_token`
             (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "<pad>".
@@ -43,12 +45,32 @@ class SentencePieceLayer(UnigramLayer):
 
     _MODEL_TYPES = ("unigram", "bpe")
 
-    def __init__(self, model=None, *, sequence_length=None, pad_token="<pad>", dtype="int32", **kwargs):
+    def __init__(
+        self,
+        model=None,
+        *,
+        alpha=None,
+        nbest_size=None,
+        seed=None,
+        sequence_length=None,
+        pad_token="<pad>",
+        dtype="int32",
+        **kwargs,
+    ):
         if model is not None and not isinstance(model, (bytes, bytearray, str, os.PathLike)):
             raise ValueError(
                 f"`model` must be the path or the bytes of a SentencePiece .model file. Received: {type(model)}."
             )
-        super().__init__(model, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
+        super().__init__(
+            model,
+            alpha=alpha,
+            nbest_size=nbest_size,
+            seed=seed,
+            sequence_length=sequence_length,
+            pad_token=pad_token,
+            dtype=dtype,
+            **kwargs,
+        )
 
     @property
     def model_type(self):
@@ -59,4 +81,5 @@ class SentencePieceLayer(UnigramLayer):
     def get_config(self):
         config = TokenizerLayer.get_config(self)
         config["model"] = config.pop("vocabulary")
+        config.update({"alpha": self.alpha, "nbest_size": self.nbest_size, "seed": self.seed})
         return config

@@ -10,6 +10,8 @@ from tfsubword.files import sentencepiece_model as spm_model
 from tfsubword.files import storage, unigram_vocabulary
 from tfsubword.layers.base import TokenizerLayer
 from tfsubword.layers.unigram_offsets import PieceSpans
+from tfsubword.segment import unknowns
+from tfsubword.segment.sampling import MAX_NBEST_SIZE, LatticeSampler
 from tfsubword.segment.sentencepiece_bpe import SentencePieceBPE
 from tfsubword.segment.viterbi import Viterbi
 from tfsubword.text import normalization_rules, sentencepiece
@@ -63,6 +65,14 @@ class UnigramLayer(TokenizerLayer):
         vocab_size: int or None. The number of pieces `adapt` learns (`<unk>`, `<s>` and `</s>`
             included), with the normalizer the switches name (`normalization` None: "nmt_nfkc", as
             SentencePiece trains). None: `train_unigram`'s 8,000.
+        alpha, nbest_size: subword regularization, as SentencePiece's `encode(..., enable_sampling=True)`
+            samples: when the layer is called with `training=True` (in `model.fit`), each text gets a
+            segmentation drawn with probability proportional to P(segmentation)^alpha, among all of
+            them (`nbest_size=-1`) or among its `nbest_size` best (2 to 512); 0 or 1: no sampling.
+            None and None (the default): no sampling; `alpha` alone samples among all (-1);
+            `nbest_size` alone takes SentencePiece's `alpha=0.1`. Inference (`training=False`,
+            `predict`, `evaluate`, exported models) always gives the best segmentation.
+        seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
         sequence_length: int or None. If set, outputs are dense, padded with the id of `pad_token`
             (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "<pad>".
@@ -91,11 +101,16 @@ class UnigramLayer(TokenizerLayer):
         unknown_token=unigram_vocabulary.META_PIECES[0],
         control_tokens=(*unigram_vocabulary.META_PIECES[1:], "<pad>"),
         vocab_size=None,
+        alpha=None,
+        nbest_size=None,
+        seed=None,
         sequence_length=None,
         pad_token="<pad>",
         dtype="int32",
         **kwargs,
     ):
+        self.alpha, self.nbest_size = _sampling_arguments(alpha, nbest_size)
+        self._init_sampling(self.nbest_size not in (None, 0, 1), seed)
         if normalization is not None:
             checks.choice("normalization", normalization, normalization_rules.NAMES)
         self.normalization = normalization
@@ -163,10 +178,20 @@ class UnigramLayer(TokenizerLayer):
         # With byte fallback, an unknown character becomes the byte pieces of its UTF-8 instead.
         byte_ids = [pieces.index(spm_model.byte_piece(byte)) for byte in range(256)] if model.byte_fallback else None
         space = sentencepiece.SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
+        self._sampler = None
         if model.model_type == "bpe":
+            if self._samples():
+                raise ValueError(
+                    "Sampling (`alpha`, `nbest_size`) is built for unigram models only; this model is BPE."
+                )
             self._segmenter = SentencePieceBPE(model.pieces, self._unknown_id, byte_ids)
         else:
             self._segmenter = self._viterbi(pieces, kinds, byte_ids, space)
+            if self._samples():
+                cuts = self._segmenter.cuts if self._segmenter.by_words else None
+                self._sampler = LatticeSampler(
+                    self._segmenter.lattice, self._path_scores, self.alpha, self.nbest_size, cuts
+                )
         # For decoding: the kind of each piece that is not decoded as text.
         special = [(piece, kind) for piece, _, kind in model.pieces if kind in _NOT_TEXT]
         self._piece_kinds = tables.hash_table(
@@ -198,6 +223,7 @@ class UnigramLayer(TokenizerLayer):
         for index in np.nonzero(kinds == spm_model.USER_DEFINED)[0]:
             path_scores[index] = np.float32(0.1 * (len(pieces[index].encode("utf-8")) - 1))
         path_scores[self._unknown_id] = np.float32(min_score - _UNKNOWN_PENALTY)
+        self._path_scores = path_scores
         matched = np.nonzero(normal | (kinds == spm_model.USER_DEFINED))[0]
         max_piece_chars = max([len(pieces[i]) for i in matched] + [1])
         # Words can be segmented one by one when no piece holds a space symbol after its start.
@@ -233,6 +259,16 @@ class UnigramLayer(TokenizerLayer):
         else:
             ids, id_splits = self._segmenter(*normalizer.normalize(strings))
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
+
+    def _sample(self, strings, seed):
+        return tf.RaggedTensor.from_row_splits(
+            *_Sampled(self._sampler, self._segmenter, seed)(*self._normalizer.normalize(strings)), validate=False
+        )
+
+    def _sample_with_offsets(self, strings, seed):
+        spans = PieceSpans(self._normalizer, _Sampled(self._sampler, self._segmenter, seed), self._unknown_id, None)
+        ids, starts, ends, splits = spans.of_normalized(strings)
+        return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
     def _tokenize_strings_with_offsets(self, strings):
         if self._normalizer.splits_words and self._segmenter.by_words:
@@ -296,6 +332,9 @@ class UnigramLayer(TokenizerLayer):
                 "unknown_token": self.unknown_token,
                 "control_tokens": list(self.control_tokens),
                 "vocab_size": self.vocab_size,
+                "alpha": self.alpha,
+                "nbest_size": self.nbest_size,
+                "seed": self.seed,
             }
         )
         return config
@@ -305,3 +344,38 @@ class UnigramLayer(TokenizerLayer):
 
     def load_assets(self, dir_path):
         self.set_vocabulary(storage.read_bytes(storage.join(dir_path, _MODEL_ASSET)))
+
+
+def _sampling_arguments(alpha, nbest_size):
+    """`alpha` and `nbest_size` as the layer keeps them (both None: no sampling), checked."""
+    checks.integer("nbest_size", nbest_size, optional=True, minimum=-1)
+    if nbest_size is not None and nbest_size > MAX_NBEST_SIZE:
+        valid = f"-1 (all segmentations), 0 or 1 (none), or 2 to {MAX_NBEST_SIZE}"
+        raise checks.invalid("nbest_size", nbest_size, valid)
+    if alpha is not None:
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha < float("inf"):
+            raise checks.invalid("alpha", alpha, "a finite number >= 0 (SentencePiece's default: 0.1)")
+        alpha = float(alpha)
+    if alpha is None and nbest_size is None:
+        return None, None
+    return (0.1 if alpha is None else alpha), (-1 if nbest_size is None else nbest_size)
+
+
+class _Sampled:
+    """A segmenter as `PieceSpans` and `UnigramLayer` call one, drawing with `sampler` (a
+    `LatticeSampler`) and `seed`; unknown pieces as `viterbi`'s."""
+
+    def __init__(self, sampler, viterbi, seed):
+        self._sampler = sampler
+        self._viterbi = viterbi
+        self._seed = seed
+        self.piece_chars = viterbi.piece_chars
+        self.byte_ids = viterbi.byte_ids
+
+    def __call__(self, code_points, splits, merge=True):
+        ids, id_splits = self._sampler(code_points, splits, self._seed)
+        if not merge:
+            return ids, id_splits
+        return unknowns.finish(
+            ids, id_splits, code_points, self.piece_chars, self._viterbi.lattice.unknown_id, self.byte_ids
+        )

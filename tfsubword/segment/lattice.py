@@ -40,7 +40,7 @@ class Lattice(tf.Module):
 
     def __init__(self, keys, ids, path_scores, unknown_id, max_piece_chars, strings=False, name=None):
         super().__init__(name=name)
-        self._trie = trie.Trie(keys, ids)
+        self.trie = trie.Trie(keys, ids)
         self.unknown_id = int(unknown_id)
         self.width = int(max_piece_chars)
         self.max_score_magnitude = float(np.max(np.abs(path_scores))) if len(path_scores) else 0.0
@@ -112,7 +112,7 @@ class Lattice(tf.Module):
         base = ops.take(block_ends, steps) + tf.cast(rank, tf.int64)
         stride = tf.cast(ops.take(active_per_step, steps), tf.int64)
         # A character that starts no one-character piece is an unknown piece of its own.
-        pieces, piece_scores = self._trie.matches_by_end(
+        pieces, piece_scores = self.trie.matches_by_end(
             code_points,
             steps == 0,
             width,

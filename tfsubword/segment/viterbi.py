@@ -69,7 +69,7 @@ class Viterbi(tf.Module):
         self._unknown_as = self._unknown_id if unknown_as is None else int(unknown_as)
         self._words_alone = words_alone
         self._unknown_text = unknown_text
-        self._space = space
+        self._space = self.space = space
         self.by_words = space is not None
         self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
         self.byte_ids = None if byte_ids is None else tables.constant(byte_ids, tf.int32, shape=[256])
@@ -162,15 +162,21 @@ class Viterbi(tf.Module):
         # Decoded in halves, which run at once (one thread each).
         values, splits = ops.ragged_in_halves(ops.decode_utf8, words)
         size = tf.size(values, out_type=tf.int64)
+        starts = ops.indices_where(self.cuts(values, splits, at_space))
+        parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
+        return values, splits, parts, part, ops.search_sorted(starts, splits, out_type=tf.int64)
+
+    def cuts(self, values, splits, at_space=True):
+        """Whether each character of rows of code points (`values`, row `splits`) starts a row, or
+        follows a character that no piece holds it after (or, with `at_space`, is a `▁`): no piece
+        crosses there, so every path passes through it. Only when segmenting by words."""
         # Each character with the one before it (the first of all: with code point 0, which the cut
-        # at a word's start makes moot).
+        # at a row's start makes moot).
         cuts = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
         cuts |= ops.row_ids_and_places(splits)[1] == 0
         if at_space:
             cuts |= values == self._space
-        starts = ops.indices_where(cuts)
-        parts, part = tf.unique(ops.encode_utf8(values, tf.concat([starts, [size]], axis=0)), out_idx=tf.int64)
-        return values, splits, parts, part, ops.search_sorted(starts, splits, out_type=tf.int64)
+        return cuts
 
     def _alone_in_parts(self, words, word_splits, merge):
         """`_by_words` of Hugging Face's words when some are long (text without spaces): each distinct

@@ -1,0 +1,79 @@
+"""The cost of subword regularization: each sampling layer called with `training=True` against the same
+layer's deterministic call, on real text.
+
+    python benchmarks/sampling.py [--batches 32 1024] [--rounds 5] [--bytes 200000]
+
+Layers: `UnigramLayer` with a model SentencePiece trains on the mix (8,000 pieces, as `realtext.py`),
+sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 best (`nbest_size=8`).
+Corpora: those of `realtext.py` (short lines in five languages, Japanese and Chinese prose, *Botchan*,
+the Japanese novel; wikitext-2 apart). Each call runs in a `tf.function`; deterministic and sampled
+calls are interleaved round after round in this one process; medians; ratio = sampled time /
+deterministic time (the issue's bar: at most 1.5 at batch 1024).
+"""
+
+import argparse
+import io
+import math
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+from _timing import measure  # noqa: E402
+from realtext import BEST_CASE, CORPORA, lines_of  # noqa: E402
+
+import tfsubword  # noqa: E402
+
+STRINGS = [tf.TensorSpec([None], tf.string)]
+
+
+def unigram_model(mix):
+    import sentencepiece as spm
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(mix), model_writer=model, vocab_size=8000, minloglevel=2)
+    return model.getvalue()
+
+
+def systems(model):
+    found = {}
+    for name, options in [("deterministic", {}), ("all (-1)", {"nbest_size": -1}), ("8 best", {"nbest_size": 8})]:
+        sampling = {"alpha": 0.1, "seed": 0, **options} if options else {}
+        layer = tfsubword.UnigramLayer(model, **sampling)
+        traced = tf.function(lambda texts, layer=layer: layer(texts, training=True), input_signature=STRINGS)
+        found[name] = traced
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, nargs="+", default=[32, 1024])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bytes", type=int, default=200_000, help="UTF-8 bytes of each corpus")
+    parser.add_argument("--calls", type=int, default=8, help="batches timed per corpus and batch size")
+    arguments = parser.parse_args()
+    texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
+    mix = [line for name, lines in texts.items() if name != BEST_CASE for line in lines]
+    found = systems(unigram_model(mix))
+    names = [name for name in found if name != "deterministic"]
+    for batch in arguments.batches:
+        print(f"\nbatch {batch}: ms per call (deterministic), sampled / deterministic")
+        print("| corpus | deterministic | " + " | ".join(names) + " |")
+        print("|---|---:|" + "---:|" * len(names))
+        ratios = {name: [] for name in names}
+        for corpus, lines in texts.items():
+            batches = [tf.constant(lines[i : i + batch]) for i in range(0, len(lines), batch)][: arguments.calls]
+            batches = [b for b in batches if b.shape[0] == batch] or batches[:1]
+            timings = measure(found, batches, arguments.rounds)
+            row = [timings[name] / timings["deterministic"] for name in names]
+            if corpus != BEST_CASE:
+                for name, ratio in zip(names, row):
+                    ratios[name].append(ratio)
+            per_call = 1000 * timings["deterministic"] / len(batches)
+            print(f"| {corpus} | {per_call:.1f} | " + " | ".join(f"{r:.2f}x" for r in row) + " |")
+        means = [math.exp(sum(map(math.log, ratios[name])) / len(ratios[name])) for name in names]
+        print("| geometric mean (real text) | | " + " | ".join(f"{m:.2f}x" for m in means) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Subword regularization: the layers sample segmentations with `training=True`, as the references do.
+
+The sampled distributions are checked against exact probabilities, enumerated here by hand from the
+pieces and scores (every segmentation of a short word, weighted by exp(alpha * its score)), and against
+the references' own samplers (`sentencepiece`'s `encode(..., enable_sampling=True)`), by chi-square
+tests over 10,000 draws at p > 0.001; the same tests, given a wrong alpha or n-best size, fail. Every
+draw is seeded (ours and the reference's), so the tests give the same verdict on every run.
+"""
+
+import collections
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import nonempty_lines, shared_file
+from tfsubword import SentencePieceLayer, UnigramLayer
+
+DRAWS = 10_000
+# A hand-built unigram vocabulary (no two segmentations of "▁the" tie).
+TINY = [("<unk>", 0.0), ("▁the", -1.0), ("▁", -2.0), ("t", -3.0), ("h", -3.5), ("e", -3.2)]
+TINY += [("th", -2.5), ("he", -2.6), ("▁t", -2.2)]
+EN_MODEL = "sentencepiece-test-unigram-en-1000.model"
+# Real words and sentences (from *Botchan*) for the en-1000 model.
+WORDS = ["hello", "wonderful", "Botchan", "schoolmaster", "rascal", "father", "mother", "Kiyo", "trouble"]
+SENTENCES = ["I was a rascal.", "Hello world, this is it.", "He jumped from the second storey."]
+
+
+def segmentations(text, scores):
+    """Every way to cut `text` into pieces of `scores` (a dict piece -> score), by hand: (pieces, score)."""
+    if not text:
+        return [((), 0.0)]
+    found = []
+    for end in range(1, len(text) + 1):
+        if text[:end] in scores:
+            rests = segmentations(text[end:], scores)
+            found += [((text[:end], *rest), scores[text[:end]] + score) for rest, score in rests]
+    return found
+
+
+def exact(text, scores, alpha, nbest_size=-1):
+    """The probability of each segmentation of `text` (pieces -> probability) when drawn in proportion to
+    exp(alpha * score) among all of them, or among the `nbest_size` best."""
+    found = sorted(segmentations(text, scores), key=lambda pair: -pair[1])
+    if nbest_size > 1:
+        found = found[:nbest_size]
+    weights = [math.exp(alpha * score) for _, score in found]
+    return {pieces: weight / sum(weights) for (pieces, _), weight in zip(found, weights)}
+
+
+def drawn(layer, text, draws=DRAWS):
+    """How often each segmentation (a tuple of pieces) came in `draws` copies of `text` in one batch."""
+    ids = layer(tf.constant([text] * draws), training=True).to_list()
+    vocabulary = layer.get_vocabulary()
+    return collections.Counter(tuple(vocabulary[i] for i in row) for row in ids)
+
+
+def fits(counts, probabilities):
+    """The p-value of a chi-square goodness-of-fit of `counts` to `probabilities` (segmentations expected
+    fewer than 5 times pooled into one class; one drawn with probability 0 fails)."""
+    stats = pytest.importorskip("scipy.stats")
+    if set(counts) - set(probabilities):
+        return 0.0
+    total = sum(counts.values())
+    big = [key for key, p in probabilities.items() if p * total >= 5]
+    observed = [counts[key] for key in big] + [total - sum(counts[key] for key in big)]
+    expected = [probabilities[key] * total for key in big] + [total * (1 - sum(probabilities[key] for key in big))]
+    if expected[-1] < 1e-9:
+        observed, expected = observed[:-1], expected[:-1]
+    if len(expected) < 2:
+        return 1.0
+    expected = np.array(expected) * sum(observed) / sum(expected)
+    return stats.chisquare(observed, expected).pvalue
+
+
+def same_law(ours, theirs):
+    """The p-value of a chi-square test that two samples of segmentations come from one distribution
+    (segmentations seen fewer than 10 times in both pooled into one class)."""
+    stats = pytest.importorskip("scipy.stats")
+    keys = set(ours) | set(theirs)
+    big = [key for key in keys if ours[key] + theirs[key] >= 10]
+    rows = [
+        [sample[key] for key in big] + [sum(sample[key] for key in keys if key not in big)] for sample in (ours, theirs)
+    ]
+    table = np.array(rows)
+    table = table[:, table.sum(axis=0) > 0]
+    return 1.0 if table.shape[1] < 2 else stats.chi2_contingency(table)[1]
+
+
+def reference_draws(processor, text, alpha, nbest_size, draws=DRAWS):
+    ids = [processor.encode(text, enable_sampling=True, alpha=alpha, nbest_size=nbest_size) for _ in range(draws)]
+    return collections.Counter(tuple(processor.id_to_piece(i) for i in row) for row in ids)
+
+
+@pytest.mark.parametrize("alpha, nbest_size", [(0.5, -1), (1.0, -1), (0.0, -1), (0.5, 3), (1.0, 5)])
+def test_draws_follow_the_exact_probabilities(alpha, nbest_size):
+    layer = UnigramLayer(TINY, alpha=alpha, nbest_size=nbest_size, seed=1)
+    probabilities = exact("▁the", dict(TINY[1:]), alpha, nbest_size)
+    counts = drawn(layer, "the")
+    assert len(counts) >= 3
+    assert fits(counts, probabilities) > 0.001
+
+
+def test_a_wrong_alpha_or_nbest_size_fails_the_exact_test():
+    counts = drawn(UnigramLayer(TINY, alpha=0.5, seed=1), "the")
+    assert fits(counts, exact("▁the", dict(TINY[1:]), 0.5)) > 0.001
+    assert fits(counts, exact("▁the", dict(TINY[1:]), 0.6)) < 0.001
+    counts = drawn(UnigramLayer(TINY, alpha=0.5, nbest_size=3, seed=1), "the")
+    assert fits(counts, exact("▁the", dict(TINY[1:]), 0.5, 4)) < 0.001
+
+
+@pytest.fixture(scope="module")
+def en_processor():
+    spm = pytest.importorskip("sentencepiece")
+    spm.set_random_generator_seed(7)
+    return spm.SentencePieceProcessor(model_file=str(shared_file(EN_MODEL)))
+
+
+@pytest.mark.parametrize("alpha, nbest_size", [(0.1, -1), (0.2, 8)])
+def test_draws_match_sentencepieces_sampler_on_real_words(en_processor, alpha, nbest_size):
+    layer = UnigramLayer(shared_file(EN_MODEL), alpha=alpha, nbest_size=nbest_size, seed=3)
+    for text in WORDS[:3] + SENTENCES[:1]:
+        ours = drawn(layer, text)
+        assert same_law(ours, reference_draws(en_processor, text, alpha, nbest_size)) > 0.001, text
+    # And the test tells a wrong alpha apart.
+    assert same_law(ours, reference_draws(en_processor, text, 2 * alpha, nbest_size)) < 0.001
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("alpha, nbest_size", [(0.1, -1), (0.5, -1), (0.2, 8), (1.0, 64)])
+def test_draws_match_sentencepiece_and_the_exact_probabilities_on_real_text(en_processor, alpha, nbest_size):
+    layer = SentencePieceLayer(shared_file(EN_MODEL), alpha=alpha, nbest_size=nbest_size, seed=5)
+    normal = {
+        en_processor.id_to_piece(i): en_processor.get_score(i)
+        for i in range(en_processor.get_piece_size())
+        if not (en_processor.is_control(i) or en_processor.is_unknown(i) or en_processor.is_unused(i))
+    }
+    lines = [line for line in nonempty_lines(shared_file("botchan.txt")) if 20 < len(line) < 60][:12]
+    words = sorted({word.strip(".,;:!?\"'") for line in lines for word in line.split()} - {""})[:24]
+    for text in WORDS + words + SENTENCES + lines:
+        ours = drawn(layer, text)
+        assert same_law(ours, reference_draws(en_processor, text, alpha, nbest_size)) > 0.001, text
+        if text in words and len(text) <= 10 and all(character in normal for character in text):
+            assert fits(ours, exact("▁" + text, normal, alpha, nbest_size)) > 0.001, text
+
+
+def botchan_lines(count=200):
+    return nonempty_lines(shared_file("botchan.txt"))[:count]
+
+
+def test_inference_gives_the_best_segmentation():
+    vocabulary = shared_file(EN_MODEL)
+    plain = UnigramLayer(vocabulary)
+    texts = botchan_lines()
+    expected = plain(texts).to_list()
+    for options in ({"alpha": 0.1}, {"nbest_size": 4}):
+        layer = UnigramLayer(vocabulary, **options)
+        assert layer(texts).to_list() == expected
+        assert layer(texts, training=False).to_list() == expected
+        assert layer.tokenize(texts).to_list() == expected
+        assert layer(texts, training=True).to_list() != expected
+    for nbest_size in (0, 1):  # SentencePiece's "no sampling"
+        assert UnigramLayer(vocabulary, nbest_size=nbest_size)(texts, training=True).to_list() == expected
+
+
+def test_a_seed_gives_one_sequence_of_segmentations():
+    texts = botchan_lines(50)
+
+    def calls(seed):
+        letters = [(letter, -5.0) for letter in "abcdfgijklmnopqrsuvwxyz"]  # and e, h, t of TINY
+        layer = UnigramLayer(TINY + letters, alpha=0.2, seed=seed)
+        return [layer(texts, training=True).to_list() for _ in range(3)]
+
+    first = calls(4)
+    assert calls(4) == first
+    assert first[0] != first[1] != first[2]  # each call draws anew
+    assert calls(5) != first
+
+
+def test_each_occurrence_is_drawn_on_its_own():
+    layer = UnigramLayer(TINY, alpha=1.0, seed=2)
+    ids = layer(["the the the the the the the the the the the the the the the the"], training=True).to_list()[0]
+    words = []
+    for i in ids:
+        if TINY[i][0].startswith("▁"):
+            words.append([])
+        words[-1].append(i)
+    assert len(words) == 16 and len({tuple(word) for word in words}) > 1
+
+
+def test_sampled_pieces_have_offsets_into_the_text():
+    layer = UnigramLayer(shared_file(EN_MODEL), alpha=0.1, seed=6)
+    plain = [line for line in botchan_lines(300) if line.isascii() and "  " not in line.strip()]
+    # Lines without unknown pieces, whose spans are their pieces' text.
+    texts = [line for line, row in zip(plain, layer(plain).to_list()) if layer.unknown_token_id not in row][:100]
+    ids, starts, ends = layer.tokenize_with_offsets(texts, training=True)
+    best = layer.tokenize_with_offsets(texts)[0].to_list()
+    assert ids.to_list() != best
+    vocabulary = layer.get_vocabulary()
+    for text, row, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+        text = text.strip()
+        spans = [text.encode()[start:end].decode() for start, end in zip(row_starts, row_ends)]
+        pieces = [vocabulary[i].replace("▁", " ") for i in row]
+        pieces[0] = pieces[0].removeprefix(" ")  # the dummy prefix comes from no character
+        assert spans == pieces, text
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"alpha": -0.1}, "`alpha` must be a finite number >= 0"),
+        ({"alpha": float("nan")}, "`alpha` must be a finite number >= 0"),
+        ({"alpha": "0.1"}, "`alpha` must be a finite number >= 0"),
+        ({"alpha": True}, "`alpha` must be a finite number >= 0"),
+        ({"nbest_size": -2}, "`nbest_size` must be an int of at least -1"),
+        ({"nbest_size": 513}, "`nbest_size` must be -1 (all segmentations)"),
+        ({"nbest_size": 2.0}, "`nbest_size` must be an int"),
+        ({"seed": -1}, "`seed` must be an int of at least 0"),
+        ({"seed": "1"}, "`seed` must be an int"),
+    ],
+)
+def test_bad_sampling_arguments_raise(arguments, message):
+    with pytest.raises(ValueError) as error:
+        UnigramLayer(TINY, **arguments)
+    assert message in str(error.value)
