@@ -4,7 +4,8 @@ layer's deterministic call, on real text.
     python benchmarks/sampling.py [--batches 32 1024] [--rounds 5] [--bytes 200000]
 
 Layers: `UnigramLayer` with a model SentencePiece trains on the mix (8,000 pieces, as `realtext.py`),
-sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 best (`nbest_size=8`).
+sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 best (`nbest_size=8`);
+`WordPieceLayer` with BERT's uncased vocabulary, MaxMatch-dropout 0.1.
 Corpora: those of `realtext.py` (short lines in five languages, Japanese and Chinese prose, *Botchan*,
 the Japanese novel; wikitext-2 apart). Each call runs in a `tf.function`; deterministic and sampled
 calls are interleaved round after round in this one process; medians; ratio = sampled time /
@@ -20,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 from _timing import measure  # noqa: E402
-from realtext import BEST_CASE, CORPORA, lines_of  # noqa: E402
+from realtext import BEST_CASE, CORPORA, DATA, lines_of  # noqa: E402
 
 import tfsubword  # noqa: E402
 
@@ -35,18 +36,32 @@ def unigram_model(mix):
     return model.getvalue()
 
 
-def systems(model):
-    found = {}
-    for name, options in [("deterministic", {}), ("all (-1)", {"nbest_size": -1}), ("8 best", {"nbest_size": 8})]:
-        sampling = {"alpha": 0.1, "seed": 0, **options} if options else {}
-        layer = tfsubword.UnigramLayer(model, **sampling)
-        traced = tf.function(lambda texts, layer=layer: layer(texts, training=True), input_signature=STRINGS)
-        found[name] = traced
+def in_training(layer):
+    return tf.function(lambda texts: layer(texts, training=True), input_signature=STRINGS)
+
+
+def unigram_systems(mix):
+    model = unigram_model(mix)
+    found = {"deterministic": in_training(tfsubword.UnigramLayer(model))}
+    for name, nbest_size in [("all (-1)", -1), ("8 best", 8)]:
+        found[name] = in_training(tfsubword.UnigramLayer(model, alpha=0.1, nbest_size=nbest_size, seed=0))
     return found
+
+
+def wordpiece_systems(mix):
+    vocabulary = str(DATA / "bert-base-uncased-vocab.txt")
+    return {
+        "deterministic": in_training(tfsubword.WordPieceLayer(vocabulary)),
+        "dropout 0.1": in_training(tfsubword.WordPieceLayer(vocabulary, dropout=0.1, seed=0)),
+    }
+
+
+SYSTEMS = {"unigram": unigram_systems, "wordpiece": wordpiece_systems}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", nargs="+", choices=list(SYSTEMS), default=list(SYSTEMS))
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 1024])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bytes", type=int, default=200_000, help="UTF-8 bytes of each corpus")
@@ -54,10 +69,14 @@ def main():
     arguments = parser.parse_args()
     texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
     mix = [line for name, lines in texts.items() if name != BEST_CASE for line in lines]
-    found = systems(unigram_model(mix))
+    for layer in arguments.layers:
+        bench(layer, SYSTEMS[layer](mix), texts, arguments)
+
+
+def bench(layer, found, texts, arguments):
     names = [name for name in found if name != "deterministic"]
     for batch in arguments.batches:
-        print(f"\nbatch {batch}: ms per call (deterministic), sampled / deterministic")
+        print(f"\n{layer}, batch {batch}: ms per call (deterministic), sampled / deterministic")
         print("| corpus | deterministic | " + " | ".join(names) + " |")
         print("|---|---:|" + "---:|" * len(names))
         ratios = {name: [] for name in names}

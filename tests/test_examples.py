@@ -52,3 +52,17 @@ def test_bert_classifier_example_exports_a_string_signature(tmp_path):
     serving = shown.stdout[shown.stdout.index("signature_def['serving_default']") :]
     inputs = serving[serving.index("inputs") : serving.index("outputs")]
     assert "dtype: DT_STRING" in inputs and "shape: (-1)" in inputs
+
+
+@pytest.mark.full
+def test_subword_regularization_example_samples_in_fit_only(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "subword_regularization.py"), str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "training=True draws a new segmentation at each call: True" in result.stdout
+    assert "training=False gives one segmentation: True" in result.stdout
+    assert "served predictions match" in result.stdout

@@ -58,6 +58,8 @@ CHANGED = {
             "suffix_indicator": "@@",
             "special_tokens": ("[UNK]", "[SEP]"),
             "vocab_size": 300,
+            "dropout": 0.1,
+            "seed": 3,
             "sequence_length": 9,
             "pad_token": "[SEP]",
             "dtype": "int64",

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import nonempty_lines, shared_file
-from tfsubword import SentencePieceLayer, UnigramLayer
+from tests.conftest import BERT_VOCAB, nonempty_lines, shared_file
+from tfsubword import SentencePieceLayer, UnigramLayer, WordPieceLayer
 
 DRAWS = 10_000
 # A hand-built unigram vocabulary (no two segmentations of "▁the" tie).
@@ -224,3 +224,97 @@ def test_bad_sampling_arguments_raise(arguments, message):
     with pytest.raises(ValueError) as error:
         UnigramLayer(TINY, **arguments)
     assert message in str(error.value)
+
+
+# MaxMatch-dropout (WordPiece). No reference library samples it; the exact probabilities are computed
+# here by hand from the rule (Hiraoka, 2022): at each step the tokens that match are tried from the
+# longest, each but a one-character token skipped with probability p.
+TINY_WORDPIECE = ["[PAD]", "[UNK]", "the", "t", "h", "e", "##h", "##e", "##he", "th", "##t", "u", "##n", "un"]
+TINY_WORDPIECE += ["##tie", "##i", "tie", "##ti", "##ie"]
+
+
+def maxmatch_dropout(word, vocabulary, p, suffix="##"):
+    """Each outcome of `word` (a tuple of tokens, or ("[UNK]",)) -> its probability."""
+    vocabulary = set(vocabulary)
+    outcomes = collections.Counter()
+
+    def walk(start, taken, chance):
+        if start == len(word):
+            outcomes[tuple(taken)] += chance
+            return
+        prefix = suffix if start else ""
+        candidates = [prefix + word[start:end] for end in range(len(word), start, -1)]
+        candidates = [token for token in candidates if token in vocabulary]
+        for token in candidates:
+            single = len(token) - len(prefix) == 1
+            walk(start + len(token) - len(prefix), taken + [token], chance * (1 if single else 1 - p))
+            if single:
+                return
+            chance *= p
+        outcomes[("[UNK]",)] += chance  # every token skipped, none of one character
+
+    walk(0, [], 1.0)
+    return {outcome: chance for outcome, chance in outcomes.items() if chance > 0}
+
+
+@pytest.mark.parametrize("dropout", [0.1, 0.5, 0.9, 1.0])
+def test_maxmatch_dropout_follows_the_exact_probabilities(dropout):
+    layer = WordPieceLayer(TINY_WORDPIECE, dropout=dropout, seed=8)
+    for word in ("the", "untie", "tthe"):
+        assert fits(drawn(layer, word), maxmatch_dropout(word, TINY_WORDPIECE, dropout)) > 0.001, word
+
+
+def test_a_wrong_dropout_fails_the_exact_test():
+    counts = drawn(WordPieceLayer(TINY_WORDPIECE, dropout=0.3, seed=8), "untie")
+    assert fits(counts, maxmatch_dropout("untie", TINY_WORDPIECE, 0.3)) > 0.001
+    assert fits(counts, maxmatch_dropout("untie", TINY_WORDPIECE, 0.35)) < 0.001
+
+
+@pytest.fixture(scope="module")
+def bert_tokens():
+    return [line.rstrip("\n") for line in open(BERT_VOCAB, encoding="utf-8")] if BERT_VOCAB.exists() else None
+
+
+@pytest.mark.parametrize("dropout", [0.1, pytest.param(0.3, marks=pytest.mark.full)])
+def test_maxmatch_dropout_on_real_words_with_berts_vocabulary(bert_tokens, dropout):
+    if bert_tokens is None:
+        pytest.skip(f"reference data not available: {BERT_VOCAB}")
+    layer = WordPieceLayer(bert_tokens, dropout=dropout, seed=9)
+    words = ["headmaster", "unaffable", "schoolmaster", "botchan", "mischievous", "tokyo", "rascal"]
+    for word in words if dropout == 0.1 else words + ["yamaarashi", "uranari", "kiyo", "dumpling", "porgy"]:
+        expected = maxmatch_dropout(word, bert_tokens, dropout)
+        assert fits(drawn(layer, word.capitalize()), expected) > 0.001, word
+
+
+def test_wordpiece_inference_is_greedy_and_sampling_draws_per_word():
+    tokens = [line.rstrip("\n") for line in open(shared_file("bert-base-uncased-vocab.txt"), encoding="utf-8")]
+    texts = botchan_lines()
+    expected = WordPieceLayer(tokens)(texts).to_list()
+    layer = WordPieceLayer(tokens, dropout=0.2, seed=1)
+    assert layer(texts).to_list() == expected
+    assert layer(texts, training=False).to_list() == expected
+    sampled = layer(texts, training=True).to_list()
+    assert sampled != expected
+    assert WordPieceLayer(tokens, dropout=0.0)(texts, training=True).to_list() == expected
+    # Each sampled row spells its text's words (a word's tokens join back into it).
+    vocabulary = layer.get_vocabulary()
+    for row, best in zip(sampled[:50], expected[:50]):
+        assert "".join(vocabulary[i].removeprefix("##") for i in row) == "".join(
+            vocabulary[i].removeprefix("##") for i in best
+        )
+
+
+def test_maxmatch_dropout_offsets_point_at_the_tokens_text():
+    layer = WordPieceLayer(TINY_WORDPIECE, dropout=0.5, seed=4)
+    texts = ["The untie THE", "tthe  untie", ""]
+    for _ in range(5):
+        ids, starts, ends = layer.tokenize_with_offsets(texts, training=True)
+        for text, row, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+            for i, start, end in zip(row, row_starts, row_ends):
+                assert text[start:end].lower() == TINY_WORDPIECE[i].removeprefix("##"), text
+
+
+@pytest.mark.parametrize("dropout", [-0.1, 1.5, "0.1", True, float("nan")])
+def test_bad_dropout_raises(dropout):
+    with pytest.raises(ValueError, match="`dropout` must be a number from 0 to 1"):
+        WordPieceLayer(TINY_WORDPIECE, dropout=dropout)

@@ -29,6 +29,15 @@ def integer(name, value, minimum=1, optional=False):
     return int(value)
 
 
+def probability(name, value, optional=False):
+    """`value` as a float if it is a number in [0, 1] (or None, when `optional`)."""
+    if optional and value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+        raise invalid(name, value, "a number from 0 to 1" + (" or None" if optional else ""))
+    return float(value)
+
+
 def string(name, value, optional=False, empty=False):
     """`value` if it is a str, non-empty unless `empty` (or None, when `optional`)."""
     if optional and value is None:

@@ -29,7 +29,7 @@ _CODE_POINTS = 0x110000
 # Read in place of a character to end every walk: node * _CODE_POINTS + this is a negative key.
 _NO_CHARACTER = np.int64(-(2**62))
 # `pack_key`: values are int32, so below 2**31: a key's length shifted by this, plus its value, orders keys by length.
-_VALUE_BITS = np.int64(31)
+VALUE_BITS = np.int64(31)
 # Walks take this many steps between checks that some walk is alive.
 _CHUNK = 4
 # `matches_by_end` walks from every position, dead walks too, for keys of up to this many characters:
@@ -87,6 +87,11 @@ class Trie(tf.Module):
             `(ends, values)`, int32 `[n]`: the exclusive end and the value of the longest key that
             starts at each position, or -1 and -1 where none does.
         """
+        return longest_of(*self.matches(code_points, start_nodes, limits), tf.size(code_points))
+
+    def matches(self, code_points, start_nodes, limits):
+        """Every key starting at each position, as `longest_matches` walks: their origins (int64) and
+        their `pack_key`s, in no particular order."""
         size = tf.size(code_points)
         positions = tf.range(size)
         chars = tf.cast(code_points, tf.int64)
@@ -130,7 +135,7 @@ class Trie(tf.Module):
             chunk,
             (tf.constant(0), origins, ops.take(start_nodes, origins), ops.take(chars, origins), found_at, found),
         )
-        return longest_of(found_at.concat(), found.concat(), size)
+        return found_at.concat(), found.concat()
 
     def matches_by_end(self, code_points, word_starts, width, cells, weights=None, single_missing=None):
         """Every key at every position, each in the table cell chosen by its end and its length.
@@ -233,7 +238,7 @@ class Trie(tf.Module):
 def pack_key(lengths, values):
     """Keys found, as one int64 each that orders them by length: their `lengths` (int64) and int32
     `values` (below 2**31)."""
-    return tf.bitwise.left_shift(lengths, _VALUE_BITS) + tf.cast(values, tf.int64)
+    return tf.bitwise.left_shift(lengths, VALUE_BITS) + tf.cast(values, tf.int64)
 
 
 def longest_of(origins, packed, size):
@@ -241,8 +246,8 @@ def longest_of(origins, packed, size):
     `pack_key`s of the keys found: `(ends, values)` as `Trie.longest_matches` returns them."""
     longest = tf.math.unsorted_segment_max(packed, origins, size)
     matched = longest > 0
-    ends = tf.where(matched, tf.range(size) + tf.cast(tf.bitwise.right_shift(longest, _VALUE_BITS), tf.int32), -1)
-    return ends, tf.where(matched, tf.cast(tf.bitwise.bitwise_and(longest, 2**_VALUE_BITS - 1), tf.int32), -1)
+    ends = tf.where(matched, tf.range(size) + tf.cast(tf.bitwise.right_shift(longest, VALUE_BITS), tf.int32), -1)
+    return ends, tf.where(matched, tf.cast(tf.bitwise.bitwise_and(longest, 2**VALUE_BITS - 1), tf.int32), -1)
 
 
 class DoubleArray(tf.Module):

@@ -57,6 +57,12 @@ class WordPieceLayer(TokenizerLayer):
             unknown and padding tokens). None: BERT's `[PAD] [UNK] [CLS] [SEP] [MASK]`, those the
             vocabulary has; others must be in it. As in BERT, they are not recognized in the text.
         vocab_size: int or None. The number of tokens `adapt` learns. None: `train_wordpiece`'s 30,000.
+        dropout: float or None. MaxMatch-dropout (Hiraoka, 2022) when the layer is called with
+            `training=True` (in `model.fit`): at each step of a word, the tokens that match are tried
+            from the longest, each but a one-character token skipped with this probability, so each
+            word gets a sampled segmentation. None or 0 (the default): none. Inference
+            (`training=False`, `predict`, `evaluate`, exported models) is always the greedy segmentation.
+        seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
         sequence_length: int or None. If set, the output is a dense `[..., sequence_length]` tensor,
             truncated or padded with the id of `pad_token` (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "[PAD]".
@@ -93,6 +99,8 @@ class WordPieceLayer(TokenizerLayer):
         suffix_indicator="##",
         special_tokens=None,
         vocab_size=None,
+        dropout=None,
+        seed=None,
         sequence_length=None,
         pad_token="[PAD]",
         dtype="int32",
@@ -107,6 +115,8 @@ class WordPieceLayer(TokenizerLayer):
         self.suffix_indicator = checks.string("suffix_indicator", suffix_indicator, empty=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
         self.vocab_size = checks.integer("vocab_size", vocab_size, optional=True)
+        self.dropout = checks.probability("dropout", dropout, optional=True)
+        self._init_sampling(bool(self.dropout), seed)
         super().__init__(vocabulary, sequence_length=sequence_length, pad_token=pad_token, dtype=dtype, **kwargs)
 
     def _validate_vocabulary(self, tokens):
@@ -183,6 +193,21 @@ class WordPieceLayer(TokenizerLayer):
         ids = tf.cast(ids, tf.int32)
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
+    def _sample(self, strings, seed):
+        # Whole texts as coarse words: every word is drawn on its own, none looked up whole.
+        normalized = self._normalizer.normalize_words(strings)
+        word_splits, char_splits = normalized.nested_row_splits
+        ids, piece_splits = self._segmenter.sample(normalized.flat_values, char_splits, self.dropout, seed)
+        return tf.RaggedTensor.from_row_splits(ids, ops.take(piece_splits, word_splits), validate=False)
+
+    def _sample_with_offsets(self, strings, seed):
+        sample = lambda *words: self._segmenter.sample(*words, self.dropout, seed, spans=True)  # noqa: E731
+        pieces, splits = self._spans_of_coarse_words(strings, sample)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(t, splits, validate=False)
+            for t in (tf.cast(pieces[:, 0], tf.int32), pieces[:, 1], pieces[:, 2])
+        )
+
     def _pieces_of_coarse_words(self, coarse):
         """`[k]` coarse words -> their pieces (ids int32, row splits int64), one row per coarse word.
         Whole texts are coarse words too: normalization does all the splitting."""
@@ -191,14 +216,16 @@ class WordPieceLayer(TokenizerLayer):
         ids, piece_splits = self._segmenter.segment(normalized.flat_values, char_splits)
         return ids, ops.take(piece_splits, word_splits)
 
-    def _spans_of_coarse_words(self, coarse):
+    def _spans_of_coarse_words(self, coarse, segment=None):
         """`_pieces_of_coarse_words` as int64 rows of (id, first byte, end byte) within each coarse word:
         through lowercasing, accent stripping and deleted characters, a piece spans from its first
-        character's first byte to its last character's last byte."""
+        character's first byte to its last character's last byte. `segment`: the segmenter's
+        `segment` with spans (by default), or another function of (code points, splits) like it."""
         code_points, byte_starts, splits = ops.decode_utf8_with_offsets(coarse)
         normalized, sources = self._normalizer.normalize_code_points(code_points, splits)
         word_splits, char_splits = normalized.nested_row_splits
-        pieces, piece_splits = self._segmenter.segment(normalized.flat_values, char_splits, spans=True)
+        segment = segment or (lambda *words: self._segmenter.segment(*words, spans=True))
+        pieces, piece_splits = segment(normalized.flat_values, char_splits)
         ids, first_char, end_char = tf.unstack(pieces, num=3, axis=1)
         # A character ends where the next one of its coarse word starts, or where the word ends.
         word_of_char = ops.row_ids(splits)
@@ -236,6 +263,8 @@ class WordPieceLayer(TokenizerLayer):
                 "suffix_indicator": self.suffix_indicator,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
                 "vocab_size": self.vocab_size,
+                "dropout": self.dropout,
+                "seed": self.seed,
             }
         )
         return config

@@ -70,20 +70,58 @@ class WordPiece(tf.Module):
     def _match(self, code_points, splits, spans=False):
         """`segment` of words that are not tokens themselves: the longest matches, then the greedy path."""
         size = tf.size(code_points)
-        rows = ops.row_ids(splits)
-        word_bounds = tf.cast(splits, tf.int32)
-        starts = ops.take(word_bounds, rows)
-        limits = ops.take(word_bounds[1:], rows)
-        first = tf.range(size) == starts
-        start_nodes = tf.where(first, 0, self._continuation_root)
-        start_nodes = tf.where(limits - starts > self._max_chars_per_word, -1, start_nodes)
+        rows, first, start_nodes, limits = self._starts(code_points, splits)
         lengths = tf.where(start_nodes >= 0, tf.minimum(limits - tf.range(size), self._longest_token), 0)
         ends, ids = ops.rare_cond(
             tf.reduce_sum(tf.cast(lengths, tf.int64)) <= _SUBSTRINGS_AT_MOST,
             lambda: self._longest_by_lookup(code_points, splits, rows, first, lengths),
             lambda: self._trie.longest_matches(code_points, start_nodes, limits),
         )
+        return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
 
+    def _starts(self, code_points, splits):
+        """Each position's word (int64), whether it starts its word, the node its walks start from
+        (-1 in words longer than `max_chars_per_word`) and its word's end (int32)."""
+        size = tf.size(code_points)
+        rows = ops.row_ids(splits)
+        word_bounds = tf.cast(splits, tf.int32)
+        starts = ops.take(word_bounds, rows)
+        limits = ops.take(word_bounds[1:], rows)
+        first = tf.range(size) == starts
+        start_nodes = tf.where(first, 0, self._continuation_root)
+        return rows, first, tf.where(limits - starts > self._max_chars_per_word, -1, start_nodes), limits
+
+    def sample(self, code_points, splits, dropout, seed, spans=False):
+        """`segment` with MaxMatch-dropout: at each step, the tokens that match from the position are
+        tried from the longest, each but a one-character token skipped with probability `dropout`
+        (a word with a position where none is left is the unknown token). Every word is drawn on its
+        own, from `seed` (int32 `[2]`); the matches are found once per distinct word."""
+        words = ops.encode_utf8(code_points, splits)
+        distinct, occurrence = tf.unique(words, out_idx=tf.int64)
+        first_occurrence = tf.math.unsorted_segment_min(
+            tf.range(tf.size(words, out_type=tf.int64)), occurrence, tf.size(distinct, out_type=tf.int64)
+        )
+        values, value_splits = ops.gather_rows(code_points, splits, first_occurrence)
+        _, _, start_nodes, limits = self._starts(values, value_splits)
+        origins, keys = self._trie.matches(values, start_nodes, limits)
+        order = tf.argsort(origins, stable=True)
+        keys, key_splits = ops.take(keys, order), ops.splits_from_row_ids(ops.take(origins, order), tf.size(values))
+        # Each position of every word reads the matches of the same position of its distinct word.
+        word, place = ops.row_ids_and_places(splits)
+        at = ops.take(value_splits, ops.take(occurrence, word)) + place
+        keys, key_splits = ops.gather_rows(keys, key_splits, at)
+        lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
+        kept = ops.indices_where((tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1))
+        ends, ids = trie.longest_of(
+            ops.take(ops.row_ids(key_splits), kept), ops.take(keys, kept), tf.size(code_points)
+        )
+        rows, first, _, limits = self._starts(code_points, splits)
+        return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
+
+    def _greedy_path(self, splits, rows, first, limits, ends, ids, spans):
+        """`_match` from the token taken at each position (`ends` and `ids`, int32, -1 where none is),
+        with what `_starts` gives of the positions."""
+        size = tf.size(ends)
         jumps = tf.where(ends < 0, size + 1, tf.where(ends >= limits, size, ends))
         on_path = trie.greedy_path(jumps, first, self._max_chars_per_word)
         n_words = tf.size(splits) - 1
