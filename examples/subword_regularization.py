@@ -62,7 +62,7 @@ def main(export_dir):
     samples = [
         "Brilliant and moving story, truly great acting",
         "A dull film, i hated every minute",
-        "A wonderful film",
+        "A wonderful film, i loved every minute",
     ]
     sampled = [tokenizer(tf.constant(samples), training=True).numpy().tolist() for _ in range(3)]
     best = [tokenizer(tf.constant(samples)).numpy().tolist() for _ in range(2)]
