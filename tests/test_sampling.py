@@ -102,6 +102,15 @@ def test_draws_follow_the_exact_probabilities(alpha, nbest_size):
     assert fits(counts, probabilities) > 0.001
 
 
+def test_draws_of_whole_lines_follow_the_exact_probabilities():
+    # Without the dummy prefix the layer reads whole normalized lines, not its pool of words.
+    layer = UnigramLayer(TINY, add_dummy_prefix=False, alpha=0.5, seed=1)
+    probabilities = exact("the▁the", dict(TINY[1:]), 0.5)
+    counts = drawn(layer, "the the")
+    assert fits(counts, probabilities) > 0.001
+    assert len(counts) > 6  # both words vary
+
+
 def test_a_wrong_alpha_or_nbest_size_fails_the_exact_test():
     counts = drawn(UnigramLayer(TINY, alpha=0.5, seed=1), "the")
     assert fits(counts, exact("▁the", dict(TINY[1:]), 0.5)) > 0.001

@@ -261,9 +261,23 @@ class UnigramLayer(TokenizerLayer):
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def _sample(self, strings, seed):
-        return tf.RaggedTensor.from_row_splits(
-            *_Sampled(self._sampler, self._segmenter, seed)(*self._normalizer.normalize(strings)), validate=False
+        viterbi, sampler = self._segmenter, self._sampler
+        if not (self._normalizer.splits_words and viterbi.by_words and sampler.nbest_size < 0):
+            ids, splits = _Sampled(sampler, viterbi, seed)(*self._normalizer.normalize(strings))
+            return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+        # As `_tokenize_strings` goes: the distinct words of the lines, normalized once each (long
+        # ones cut where no piece crosses), then each occurrence drawn on its own.
+        pool, occurrences, word_splits, _ = self._normalizer.word_pool(strings)
+        words = tf.strings.join([chr(viterbi.space), pool])
+        parts, occurrences, line_splits = viterbi.pool_parts(words, occurrences, word_splits)
+        ids, splits, code_points = sampler.draw_occurrences(
+            *ops.ragged_in_halves(ops.decode_utf8, parts), occurrences, seed
         )
+        splits = ops.take(splits, line_splits)
+        ids, splits = unknowns.finish(
+            ids, splits, code_points, viterbi.piece_chars, viterbi.lattice.unknown_id, viterbi.byte_ids
+        )
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
     def _sample_with_offsets(self, strings, seed):
         spans = PieceSpans(self._normalizer, _Sampled(self._sampler, self._segmenter, seed), self._unknown_id, None)

@@ -16,7 +16,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfsubword import graph_ops as ops
-from tfsubword import trie
 
 # `nbest_size` above this is refused, as SentencePiece refuses it.
 MAX_NBEST_SIZE = 512
@@ -123,16 +122,31 @@ class LatticeSampler(tf.Module):
         ]
 
     def _draw_all(self, code_points, splits, seed):
-        width = self.lattice.width
         size = tf.size(code_points, out_type=tf.int64)
         # The parts between the places every path passes, each distinct one filtered once.
         cuts = self._cuts(code_points, splits) if self._cuts else ops.row_ids_and_places(splits)[1] == 0
-        part_starts = ops.indices_where(cuts)
-        part_bounds = tf.concat([part_starts, [size]], axis=0)
+        part_bounds = tf.concat([ops.indices_where(cuts), [size]], axis=0)
         _, occurrence = tf.unique(ops.encode_utf8(code_points, part_bounds), out_idx=tf.int64)
         n_distinct = tf.reduce_max(occurrence) + 1
         first = tf.math.unsorted_segment_min(tf.range(tf.size(occurrence, out_type=tf.int64)), occurrence, n_distinct)
         distinct_values, distinct_splits = ops.gather_rows(code_points, part_bounds, first)
+        ids, part_splits, _ = self.draw_occurrences(distinct_values, distinct_splits, occurrence, seed)
+        return ids, ops.take(part_splits, ops.search_sorted(part_bounds, splits, out_type=tf.int64))
+
+    @tf.autograph.experimental.do_not_convert
+    def draw_occurrences(self, values, splits, occurrence, seed):
+        """Draws among all paths (`nbest_size=-1`) through occurrences of rows every path passes
+        between (words, parts of words): the rows' code points (`values`, row `splits`), the row of each
+        occurrence (int64), a seed -> (ids int32, row splits int64 by occurrence, the code points of the
+        occurrences in turn), unknown pieces one per character."""
+        return ops.rare_cond(
+            tf.size(occurrence) > 0,
+            lambda: self._draw_occurrences(values, splits, occurrence, seed),
+            lambda: (tf.zeros([0], tf.int32), tf.zeros([1], tf.int64), tf.zeros([0], tf.int32)),
+        )
+
+    def _draw_occurrences(self, distinct_values, distinct_splits, occurrence, seed):
+        width = self.lattice.width
         layout = self._layout(distinct_values, distinct_splits)
 
         def step(recent, block):
@@ -145,25 +159,49 @@ class LatticeSampler(tf.Module):
         (cumulative,) = self._forward(layout, [], step, tf.constant(0.0), [tf.float32])
         cumulative = tf.reshape(cumulative, [-1, width])
 
-        # Each character of the text: its place in its part, and the same character of the distinct part.
-        part, place = ops.row_ids_and_places(part_bounds)
-        at = ops.take(distinct_splits, ops.take(occurrence, part)) + place
-        uniform = tf.random.stateless_uniform([size], seed)
-        chances = tf.gather(cumulative, ops.take(layout["record"], at))
-        row = tf.reduce_sum(tf.cast(chances <= uniform[:, None], tf.int64), axis=1)
-        # (Rounding can leave the last sum below 1: the one-character piece, always there, takes the rest.)
-        length = width - tf.minimum(row, width - 1)
-        # Walked back from each part's end: reversed, the walk runs forward, as `trie.greedy_path` needs.
-        back_reversed = tf.where(length > place, size, size - 1 - tf.range(size) + length)
-        ends_reversed = size - 1 - (part_bounds[1:] - 1)
-        path_starts = tf.scatter_nd(ends_reversed[:, None], tf.ones_like(ends_reversed, tf.bool), [size])
-        longest = tf.reduce_max(part_bounds[1:] - part_bounds[:-1])
-        on_path = tf.reverse(
-            trie.greedy_path(tf.reverse(tf.cast(back_reversed, tf.int32), [0]), path_starts, longest), [0]
+        # Each occurrence walks back from its end, a piece a step: `end` is the place in its row of
+        # the last character of the piece to draw, `first` where its characters start among all the
+        # occurrences' (each character has its uniform number), `start` where its row starts.
+        lengths = ops.take(distinct_splits[1:] - distinct_splits[:-1], occurrence)
+        occurrence_splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
+        uniform = tf.random.stateless_uniform(occurrence_splits[-1:], seed)
+        walking = ops.indices_where(lengths > 0)
+        state = [
+            ops.take(t, walking) for t in (occurrence_splits[:-1], lengths - 1, ops.take(distinct_splits, occurrence))
+        ]
+
+        def walk(i, first, end, start, *drawn):
+            at = start + end
+            chances = tf.gather(cumulative, ops.take(layout["record"], at))
+            row = tf.reduce_sum(tf.cast(chances <= ops.take(uniform, first + end)[:, None], tf.int64), axis=1)
+            # (Rounding can leave the last sum below 1: the one-character piece, always there, takes the rest.)
+            length = width - tf.minimum(row, width - 1)
+            drawn = [array.write(i, value) for array, value in zip(drawn, (first + end, at, length))]
+            going = ops.indices_where(end >= length)
+            return (i + 1, *(tf.reshape(ops.take(t, going), [-1]) for t in (first, end - length, start)), *drawn)
+
+        arrays = [
+            tf.TensorArray(tf.int64, size=0, dynamic_size=True, infer_shape=False, element_shape=[None])
+            for _ in range(3)
+        ]
+        _, _, _, _, *drawn = tf.while_loop(
+            lambda i, first, *_: tf.size(first) > 0,
+            walk,
+            (tf.constant(0, tf.int32), *state, *arrays),
+            shape_invariants=(tf.TensorShape([]), *[tf.TensorShape([None])] * 3, None, None, None),
         )
-        ends = ops.indices_where(on_path)
-        ids = _pieces(layout, ops.take(at, ends), ops.take(length, ends))
-        return ids, ops.splits_from_row_ids(ops.take(ops.row_ids(splits), ends), tf.size(splits, out_type=tf.int64) - 1)
+        ends, at, length = (array.concat() for array in drawn)
+        # In the order of the text: each piece's place among the occurrences' characters says it.
+        slot = tf.scatter_nd(ends[:, None], tf.range(1, tf.size(ends, out_type=tf.int64) + 1), occurrence_splits[-1:])
+        order = ops.take(slot, ops.indices_where(slot > 0)) - 1
+        ends, at, length = (ops.take(t, order) for t in (ends, at, length))
+        end_occurrences = ops.search_sorted(occurrence_splits, ends, side="right", out_type=tf.int64) - 1
+        characters = ops.gather_rows(distinct_values, distinct_splits, occurrence)[0]
+        return (
+            _pieces(layout, at, length),
+            ops.splits_from_row_ids(end_occurrences, tf.size(occurrence, out_type=tf.int64)),
+            characters,
+        )
 
     def _draw_nbest(self, code_points, splits, seed):
         k = self.nbest_size

@@ -140,6 +140,17 @@ class Viterbi(tf.Module):
         values, starts, splits = tf.cond(cut, lambda: tuple(decoded), lambda: result[2])
         return result[0], result[1], {"values": values, "starts": starts, "splits": splits}
 
+    def pool_parts(self, words, occurrences, word_splits):
+        """`segment_words`'s words (from their `▁`), the word of each occurrence and the line splits of
+        the occurrences -> the same with the words of more than `_CUT_WORDS_LONGER_THAN` bytes cut
+        where no piece crosses (see `_segment_pool`): (parts, the part of each occurrence, line splits)."""
+        longest = tf.reduce_max(tf.concat([[0], tf.strings.length(words)], axis=0))
+        return ops.rare_cond(
+            longest > _CUT_WORDS_LONGER_THAN,
+            lambda: self._cut_words(words, occurrences, word_splits)[:3],
+            lambda: (words, occurrences, word_splits),
+        )
+
     def _cut_words(self, words, occurrences, word_splits):
         """`_segment_pool`'s cut: words (from their `▁` or their line's start), the word of each
         occurrence and the line splits of the occurrences -> the same for the parts, the parts'

@@ -112,9 +112,7 @@ class WordPiece(tf.Module):
         keys, key_splits = ops.gather_rows(keys, key_splits, at)
         lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
         kept = ops.indices_where((tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1))
-        ends, ids = trie.longest_of(
-            ops.take(ops.row_ids(key_splits), kept), ops.take(keys, kept), tf.size(code_points)
-        )
+        ends, ids = trie.longest_of(ops.take(ops.row_ids(key_splits), kept), ops.take(keys, kept), tf.size(code_points))
         rows, first, _, limits = self._starts(code_points, splits)
         return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
 
