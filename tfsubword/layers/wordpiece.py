@@ -194,11 +194,19 @@ class WordPieceLayer(TokenizerLayer):
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
     def _sample(self, strings, seed):
-        # Whole texts as coarse words: every word is drawn on its own, none looked up whole.
-        normalized = self._normalizer.normalize_words(strings)
+        # The distinct coarse words are normalized once each, as `_tokenize_strings` does; then each
+        # occurrence of each of their words is drawn on its own (none looked up whole).
+        coarse, occurrence, line_splits = words.split_distinct(strings, self._normalizer.coarse_split)
+        normalized = self._normalizer.normalize_words(coarse)
         word_splits, char_splits = normalized.nested_row_splits
-        ids, piece_splits = self._segmenter.sample(normalized.flat_values, char_splits, self.dropout, seed)
-        return tf.RaggedTensor.from_row_splits(ids, ops.take(piece_splits, word_splits), validate=False)
+        word, occurrence_splits = ops.gather_rows(
+            tf.range(tf.size(char_splits, out_type=tf.int64) - 1), word_splits, occurrence
+        )
+        ids, piece_splits = self._segmenter.sample_occurrences(
+            normalized.flat_values, char_splits, word, self.dropout, seed
+        )
+        piece_splits = ops.take(ops.take(piece_splits, occurrence_splits), line_splits)
+        return tf.RaggedTensor.from_row_splits(ids, piece_splits, validate=False)
 
     def _sample_with_offsets(self, strings, seed):
         sample = lambda *words: self._segmenter.sample(*words, self.dropout, seed, spans=True)  # noqa: E731

@@ -102,13 +102,18 @@ class WordPiece(tf.Module):
             tf.range(tf.size(words, out_type=tf.int64)), occurrence, tf.size(distinct, out_type=tf.int64)
         )
         values, value_splits = ops.gather_rows(code_points, splits, first_occurrence)
-        _, _, start_nodes, limits = self._starts(values, value_splits)
+        return self.sample_occurrences(values, value_splits, occurrence, dropout, seed, spans)
+
+    def sample_occurrences(self, values, splits, occurrence, dropout, seed, spans=False):
+        """`sample` of the words `occurrence` (int64) among words given as code points (`values`) and
+        row splits: the result has one row per occurrence (spans in the occurrences' characters)."""
+        _, _, start_nodes, limits = self._starts(values, splits)
         origins, keys = self._trie.matches(values, start_nodes, limits)
         order = tf.argsort(origins, stable=True)
         keys, key_splits = ops.take(keys, order), ops.splits_from_row_ids(ops.take(origins, order), tf.size(values))
-        # Each position of every word reads the matches of the same position of its distinct word.
-        word, place = ops.row_ids_and_places(splits)
-        at = ops.take(value_splits, ops.take(occurrence, word)) + place
+        # Each position of every occurrence reads the matches of the same position of its word.
+        at, splits = ops.gather_rows(tf.range(tf.size(values, out_type=tf.int64)), splits, occurrence)
+        code_points = ops.take(values, at)
         keys, key_splits = ops.gather_rows(keys, key_splits, at)
         lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
         kept = ops.indices_where((tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1))
