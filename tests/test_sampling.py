@@ -327,3 +327,45 @@ def test_maxmatch_dropout_offsets_point_at_the_tokens_text():
 def test_bad_dropout_raises(dropout):
     with pytest.raises(ValueError, match="`dropout` must be a number from 0 to 1"):
         WordPieceLayer(TINY_WORDPIECE, dropout=dropout)
+
+
+@pytest.mark.full
+def test_sampling_layers_export_and_save_their_best_segmentation(tmp_path):
+    from tests import contract
+
+    texts = botchan_lines(64)
+    tokens = [line.rstrip("\n") for line in open(shared_file("bert-base-uncased-vocab.txt"), encoding="utf-8")]
+    layers = [
+        UnigramLayer(shared_file(EN_MODEL), alpha=0.1, seed=1, sequence_length=48),
+        UnigramLayer(shared_file(EN_MODEL), nbest_size=8, seed=1, sequence_length=48),
+        WordPieceLayer(tokens, dropout=0.2, seed=1, sequence_length=48),
+    ]
+    plain = [UnigramLayer(shared_file(EN_MODEL), sequence_length=48)] * 2 + [WordPieceLayer(tokens, sequence_length=48)]
+    for layer, best in zip(layers, plain):
+        assert layer(texts).numpy().tolist() == best(texts).numpy().tolist()
+    contract.check_serving_each(layers, texts, tmp_path)  # served as called without `training`
+    for number, layer in enumerate(layers):
+        directory = tmp_path / f"saved-{number}"
+        directory.mkdir()
+        contract.check_keras_saving(layer, texts, directory)
+        restored = type(layer).from_config(layer.get_config())
+        for name in ("alpha", "nbest_size", "dropout", "seed"):
+            if hasattr(layer, name):
+                assert getattr(restored, name) == getattr(layer, name), name
+
+
+@pytest.mark.full
+def test_sampling_in_a_parallel_tf_data_map(tmp_path):
+    tokens = [line.rstrip("\n") for line in open(shared_file("bert-base-uncased-vocab.txt"), encoding="utf-8")]
+    layer = WordPieceLayer(tokens, dropout=0.3, seed=2)
+    texts = ["headmaster unaffable schoolmaster"] * 64
+    data = tf.data.Dataset.from_tensor_slices(texts).batch(8)
+    sampled = data.map(lambda batch: layer(batch, training=True), num_parallel_calls=tf.data.AUTOTUNE)
+    best = data.map(lambda batch: layer(batch), num_parallel_calls=tf.data.AUTOTUNE)
+    rows = [row for batch in sampled for row in batch.to_list()]
+    expected = WordPieceLayer(tokens)(texts).to_list()
+    assert [row for batch in best for row in batch.to_list()] == expected
+    assert len({tuple(row) for row in rows}) > 8  # each batch, each text drawn anew
+    vocabulary = layer.get_vocabulary()
+    spelled = {"".join(vocabulary[i].removeprefix("##") for i in row) for row in rows}
+    assert spelled == {"headmasterunaffableschoolmaster"}
