@@ -369,3 +369,80 @@ def test_sampling_in_a_parallel_tf_data_map(tmp_path):
     vocabulary = layer.get_vocabulary()
     spelled = {"".join(vocabulary[i].removeprefix("##") for i in row) for row in rows}
     assert spelled == {"headmasterunaffableschoolmaster"}
+
+
+# BPE-dropout as SentencePiece samples a BPE model (`alpha` the probability of skipping a merge): the
+# pair of highest score (the leftmost among equals) comes up; with probability alpha it is skipped and
+# stays unmerged until a merge changes one of its symbols; otherwise it merges.
+def sentencepiece_bpe_dropout(symbols, scores, alpha):
+    """Each outcome (a tuple of pieces) of merging `symbols` -> its probability, by hand: `scores`
+    maps each piece a pair can make to its score."""
+    outcomes = collections.Counter()
+
+    def step(symbols, skipped, chance):
+        candidates = [
+            (-scores[symbols[i] + symbols[i + 1]], i)
+            for i in range(len(symbols) - 1)
+            if symbols[i] + symbols[i + 1] in scores and i not in skipped
+        ]
+        if not candidates:
+            outcomes[tuple(symbols)] += chance
+            return
+        _, i = min(candidates)
+        if alpha > 0:
+            step(symbols, skipped | {i}, chance * alpha)
+        merged = symbols[:i] + [symbols[i] + symbols[i + 1]] + symbols[i + 2 :]
+        # Pairs left of the new symbol keep their place; those right of it move one to the left.
+        kept = {j if j < i else j - 1 for j in skipped if j not in (i - 1, i, i + 1)}
+        step(merged, frozenset(kept), chance * (1 - alpha))
+
+    step(list(symbols), frozenset(), 1.0)
+    return {outcome: chance for outcome, chance in outcomes.items() if chance > 0}
+
+
+@pytest.fixture(scope="module")
+def bpe_model():
+    spm = pytest.importorskip("sentencepiece")
+    import io
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(botchan_lines(2000)), model_writer=model, model_type="bpe", vocab_size=600, minloglevel=2
+    )
+    spm.set_random_generator_seed(11)
+    return model.getvalue(), spm.SentencePieceProcessor(model_proto=model.getvalue())
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5])
+def test_bpe_dropout_follows_the_exact_probabilities_and_sentencepieces_sampler(bpe_model, alpha):
+    model, processor = bpe_model
+    layer = SentencePieceLayer(model, alpha=alpha, seed=12)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    scores = {piece: processor.get_score(i) for i, piece in enumerate(pieces) if len(piece) > 1}
+    for word in ("father", "school", "rascal"):
+        ours = drawn(layer, word)
+        assert fits(ours, sentencepiece_bpe_dropout(["▁", *word], scores, alpha)) > 0.001, word
+        theirs = reference_draws(processor, word, alpha, -1)
+        assert same_law(ours, theirs) > 0.001, word
+    # And the tests tell a wrong alpha apart.
+    assert fits(ours, sentencepiece_bpe_dropout(["▁", *word], scores, alpha * 1.3)) < 0.001
+    assert same_law(ours, reference_draws(processor, word, alpha * 1.3, -1)) < 0.001
+
+
+def test_bpe_dropout_in_lines_and_offsets(bpe_model):
+    model, _ = bpe_model
+    layer = SentencePieceLayer(model, alpha=0.3, seed=13)
+    texts = botchan_lines(40)
+    best = SentencePieceLayer(model)(texts).to_list()
+    assert layer(texts).to_list() == best
+    ids, starts, ends = layer.tokenize_with_offsets(texts, training=True)
+    assert ids.to_list() != best
+    assert layer(texts, training=True).to_list() != ids.to_list()
+    vocabulary = layer.get_vocabulary()
+    for text, row, best_row in zip(texts, ids.to_list(), best):
+        # The drawn pieces spell what the best ones spell.
+        assert "".join(vocabulary[i] for i in row) == "".join(vocabulary[i] for i in best_row), text
+    with pytest.raises(ValueError, match="probability of skipping each merge"):
+        SentencePieceLayer(model, nbest_size=4)
+    with pytest.raises(ValueError, match="probability of skipping each merge"):
+        SentencePieceLayer(model, alpha=1.5)

@@ -324,7 +324,8 @@ def test_config_round_trips_every_argument():
     def make(**arguments):
         return SentencePieceLayer(trained_model("byte_fallback"), **arguments)
 
-    changed = {"sequence_length": 9, "pad_token": "<s>", "dtype": "string", "name": "pieces"}
+    changed = {"alpha": 0.2, "nbest_size": -1, "seed": 5, "sequence_length": 9, "pad_token": "<s>", "dtype": "string"}
+    changed["name"] = "pieces"
     contract.check_config(SentencePieceLayer, make, changed)
 
 

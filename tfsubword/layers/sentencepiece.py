@@ -20,8 +20,10 @@ class SentencePieceLayer(UnigramLayer):
 
     Args:
         model: the path or the bytes of a SentencePiece `.model` file of type unigram or BPE.
-        alpha, nbest_size, seed: subword regularization of a unigram model in training, as
-            `UnigramLayer`'s (SentencePiece's `encode(..., enable_sampling=True)`).
+        alpha, nbest_size, seed: subword regularization in training, as SentencePiece's
+            `encode(..., enable_sampling=True)` samples: for a unigram model as `UnigramLayer`'s; for
+            a BPE model, `alpha` (0 to 1) is the probability of skipping each merge when its turn
+            comes (BPE-dropout), and `nbest_size` is not used (leave it None or -1).
         sequence_length: int or None. If set, outputs are dense, padded with the id of `pad_token`
             (0 if absent). Defaults to None (ragged).
         pad_token: str. Defaults to "<pad>".

@@ -180,9 +180,11 @@ class UnigramLayer(TokenizerLayer):
         space = sentencepiece.SPACE_SYMBOL if model.normalizer.escape_whitespaces else " "
         self._sampler = None
         if model.model_type == "bpe":
-            if self._samples():
+            if self._samples() and (self.nbest_size != -1 or self.alpha > 1):
                 raise ValueError(
-                    "Sampling (`alpha`, `nbest_size`) is built for unigram models only; this model is BPE."
+                    "In a BPE model, `alpha` is the probability of skipping each merge (BPE-dropout, as "
+                    f"SentencePiece samples): from 0 to 1, without `nbest_size`. Received: alpha={self.alpha}, "
+                    f"nbest_size={self.nbest_size}."
                 )
             self._segmenter = SentencePieceBPE(model.pieces, self._unknown_id, byte_ids)
         else:
@@ -262,8 +264,8 @@ class UnigramLayer(TokenizerLayer):
 
     def _sample(self, strings, seed):
         viterbi, sampler = self._segmenter, self._sampler
-        if not (self._normalizer.splits_words and viterbi.by_words and sampler.nbest_size < 0):
-            ids, splits = _Sampled(sampler, viterbi, seed)(*self._normalizer.normalize(strings))
+        if sampler is None or not (self._normalizer.splits_words and viterbi.by_words and sampler.nbest_size < 0):
+            ids, splits = self._sampled_segmenter(seed)(*self._normalizer.normalize(strings))
             return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
         # As `_tokenize_strings` goes: the distinct words of the lines, normalized once each (long
         # ones cut where no piece crosses), then each occurrence drawn on its own.
@@ -279,8 +281,23 @@ class UnigramLayer(TokenizerLayer):
         )
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
+    def _sampled_segmenter(self, seed):
+        """The segmenter of `_tokenize_strings` (as `PieceSpans` calls one), drawing with `seed`."""
+        segmenter = self._segmenter
+        if self._sampler is None:  # a BPE model: SentencePiece's BPE-dropout, `alpha` the probability
+            return _Sampled(lambda *texts, merge: segmenter.sample(*texts, self.alpha, seed, merge), segmenter)
+
+        def draw(code_points, splits, merge):
+            ids, splits = self._sampler(code_points, splits, seed)
+            if not merge:
+                return ids, splits
+            unknown_id = segmenter.lattice.unknown_id
+            return unknowns.finish(ids, splits, code_points, segmenter.piece_chars, unknown_id, segmenter.byte_ids)
+
+        return _Sampled(draw, segmenter)
+
     def _sample_with_offsets(self, strings, seed):
-        spans = PieceSpans(self._normalizer, _Sampled(self._sampler, self._segmenter, seed), self._unknown_id, None)
+        spans = PieceSpans(self._normalizer, self._sampled_segmenter(seed), self._unknown_id, None)
         ids, starts, ends, splits = spans.of_normalized(strings)
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
@@ -376,20 +393,13 @@ def _sampling_arguments(alpha, nbest_size):
 
 
 class _Sampled:
-    """A segmenter as `PieceSpans` and `UnigramLayer` call one, drawing with `sampler` (a
-    `LatticeSampler`) and `seed`; unknown pieces as `viterbi`'s."""
+    """A segmenter as `PieceSpans` calls one: `draw(code points, splits, merge)`, with the piece lengths
+    and byte pieces of `segmenter`."""
 
-    def __init__(self, sampler, viterbi, seed):
-        self._sampler = sampler
-        self._viterbi = viterbi
-        self._seed = seed
-        self.piece_chars = viterbi.piece_chars
-        self.byte_ids = viterbi.byte_ids
+    def __init__(self, draw, segmenter):
+        self._draw = draw
+        self.piece_chars = segmenter.piece_chars
+        self.byte_ids = segmenter.byte_ids
 
     def __call__(self, code_points, splits, merge=True):
-        ids, id_splits = self._sampler(code_points, splits, self._seed)
-        if not merge:
-            return ids, id_splits
-        return unknowns.finish(
-            ids, id_splits, code_points, self.piece_chars, self._viterbi.lattice.unknown_id, self.byte_ids
-        )
+        return self._draw(code_points, splits, merge=merge)

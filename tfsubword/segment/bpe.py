@@ -314,15 +314,63 @@ class Merges(tf.Module):
             shape_invariants=(vector, vector, [vector] * len(carried), [None] * len(finished), tf.TensorShape([])),
         )
         symbols, rows, *carried = (part.concat() for part in finished)
-        # Each word left the loop whole, in one step: its symbols are one run of `finished`.
+        return self._gathered(symbols, rows, number_of_words, carried)
+
+    def merge_with_dropout(self, symbols, rows, number_of_words, dropout, seed):
+        """`merge` with SentencePiece's BPE-dropout: each time a word's leftmost pair of lowest rank
+        comes up it is skipped with probability `dropout` (and stays unmerged until one of its two
+        symbols changes); each word draws on its own, from `seed` (int32 `[2]`)."""
+        finished = [
+            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
+                0, tf.zeros([0], tf.int64)
+            )
+            for _ in range(2)
+        ]
+        size = tf.constant(self._size, tf.int64)
+
+        def step(symbols, rows, skipped, finished, step):
+            count = tf.size(symbols, out_type=tf.int64)
+            found = self._merge_table.lookup(symbols[:-1] * size + symbols[1:])
+            mergeable = (found >= 0) & (rows[:-1] == rows[1:]) & ~skipped[:-1]
+            no_pair = tf.int64.max
+            key = tf.where(mergeable, tf.bitwise.right_shift(found, 32) * count + tf.range(count - 1), no_pair)
+            best = ops.take(tf.math.unsorted_segment_min(key, rows[:-1], number_of_words), rows)
+            chosen = mergeable & (key == best[:-1])
+            drawn = tf.random.stateless_uniform(
+                [number_of_words], tf.random.experimental.stateless_fold_in(seed, step), dtype=tf.float32
+            )
+            skip = chosen & (ops.take(drawn, rows[:-1]) < dropout)
+            merges = tf.concat([chosen & ~skip, [False]], axis=0)
+            merged_ids = tf.concat([tf.bitwise.bitwise_and(found, _SURE - 1), [0]], axis=0)
+            merged = tf.where(merges, merged_ids, symbols)
+            # A skipped pair stays skipped; the pairs around a new symbol are new.
+            skipped = (skipped | tf.concat([skip, [False]], axis=0)) & ~merges
+            skipped &= ~tf.concat([merges[1:], [False]], axis=0)
+            done = best == no_pair
+            going = ops.indices_where(~(tf.concat([[False], merges[:-1]], axis=0) | done))
+            done = ops.indices_where(done)
+            finished = [part.write(step, ops.take(t, done)) for part, t in zip(finished, (merged, rows))]
+            return (*(ops.take(t, going) for t in (merged, rows, skipped)), finished, step + 1)
+
+        vector = tf.TensorShape([None])
+        _, _, _, finished, _ = tf.while_loop(
+            lambda symbols, *_: tf.size(symbols) > 0,
+            step,
+            (symbols, rows, tf.zeros_like(symbols, tf.bool), finished, tf.constant(1)),
+            shape_invariants=(vector, vector, vector, [None, None], tf.TensorShape([])),
+        )
+        return self._gathered(*(part.concat() for part in finished), number_of_words)
+
+    def _gathered(self, symbols, rows, number_of_words, carried=()):
+        """The symbols of words that left the merge loop whole, each in one step (one run of them), in
+        the order of the words: (ids int32, row splits int64, and each of `carried` in that order)."""
         positions = tf.range(tf.size(rows, out_type=tf.int64))
         first = tf.math.unsorted_segment_min(positions, rows, number_of_words)
         counts = tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, number_of_words)
         splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
         word_of, place = ops.row_ids_and_places(splits)
         order = ops.take(first, word_of) + place
-        ids = tf.cast(ops.take(symbols, order), tf.int32)
-        return (ids, splits) if origins is None else (ids, splits, ops.take(carried[0], order))
+        return (tf.cast(ops.take(symbols, order), tf.int32), splits, *(ops.take(t, order) for t in carried))
 
     def _step(self, symbols, rows, carried, finished, step, number_of_words):
         """In each word, the leftmost pair of lowest rank and the sure pairs merge; the words that have

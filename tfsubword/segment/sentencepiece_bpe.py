@@ -83,7 +83,22 @@ class SentencePieceBPE(tf.Module):
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points int32, row splits int64) -> (ids int32, row splits int64).
         Without `merge`, each unknown character stays an unknown piece of its own."""
-        ids, id_splits = self._units(code_points, splits)
+        return self._finish(*self._units(code_points, splits), code_points, merge)
+
+    def sample(self, code_points, splits, dropout, seed, merge=True):
+        """`__call__` with SentencePiece's BPE-dropout (`alpha`): each merge, when its turn comes, is
+        skipped with probability `dropout`; every unit of every text draws on its own, from `seed`."""
+        kept, frozen, values, row_starts, rows_of_texts = self._cut(code_points, splits)
+        # Each unit merged where it stands (no unit looked up whole: a piece may come out split);
+        # a user-defined symbol is a unit of its own, which no pair holds.
+        symbols = tf.where(frozen >= 0, tf.cast(frozen, tf.int64), self._symbols(values))
+        unit_bounds = tf.concat([row_starts, [tf.size(kept, out_type=tf.int64)]], axis=0)
+        n_units = tf.size(row_starts, out_type=tf.int64)
+        ids, unit_splits = self._merges.merge_with_dropout(symbols, ops.row_ids(unit_bounds), n_units, dropout, seed)
+        return self._finish(ids, ops.take(unit_splits, rows_of_texts), code_points, merge)
+
+    def _finish(self, ids, id_splits, code_points, merge):
+        """Unused pieces split into what made them; with `merge`, unknown pieces as SentencePiece gives them."""
         if self._expansions is not None:
             ids, piece_splits = ops.gather_rows(self._expansion_values, self._expansion_splits, ids)
             id_splits = ops.take(piece_splits, id_splits)
@@ -134,6 +149,18 @@ class SentencePieceBPE(tf.Module):
         side (no merge crosses there: "x▁" is rarely a piece, so words part at their spaces, and
         text without spaces at many places) and around the user-defined symbols; each distinct unit
         is merged once, or looked up whole."""
+        kept, frozen, values, row_starts, rows_of_texts = self._cut(code_points, splits)
+        units = ops.encode_utf8(values, tf.concat([row_starts, [tf.size(kept, out_type=tf.int64)]], axis=0))
+        # A user-defined symbol's unit is looked up by its id, under a key no text can be (0xFF).
+        starts_frozen = ops.take(frozen, row_starts)
+        by_id = tf.strings.join([_FROZEN, tf.strings.as_string(starts_frozen)])
+        units = tf.where(starts_frozen >= 0, by_id, units)
+        return words.encode(units, rows_of_texts, self._segment_units, self._whole_units)
+
+    def _cut(self, code_points, splits):
+        """`_units`' cut: the positions that start a symbol (the others are inside a user-defined one),
+        the user-defined piece of each or -1, their code points, where each unit starts among them
+        and the splits grouping the units into texts."""
         size = tf.size(code_points, out_type=tf.int64)
         if self._user_defined is None:
             kept, frozen = tf.range(size), -tf.ones([size], tf.int32)
@@ -144,13 +171,7 @@ class SentencePieceBPE(tf.Module):
                 lambda: (tf.range(size), -tf.ones([size], tf.int32)),
             )
         values = ops.take(code_points, kept)
-        row_starts, rows_of_texts = self._rows_around(kept, frozen, splits, self._cuts.apart(values))
-        units = ops.encode_utf8(values, tf.concat([row_starts, [tf.size(kept, out_type=tf.int64)]], axis=0))
-        # A user-defined symbol's unit is looked up by its id, under a key no text can be (0xFF).
-        starts_frozen = ops.take(frozen, row_starts)
-        by_id = tf.strings.join([_FROZEN, tf.strings.as_string(starts_frozen)])
-        units = tf.where(starts_frozen >= 0, by_id, units)
-        return words.encode(units, rows_of_texts, self._segment_units, self._whole_units)
+        return (kept, frozen, values, *self._rows_around(kept, frozen, splits, self._cuts.apart(values)))
 
     def _segment_units(self, units):
         code_points, splits = ops.decode_utf8(units)
