@@ -141,7 +141,7 @@ def built(make, sequence_length):
 @pytest.mark.parametrize(
     "make, sequence_length",
     [
-        (wordpiece, None),
+        pytest.param(wordpiece, None, marks=pytest.mark.full),  # ragged: BPE's in the quick tier
         (wordpiece, 5),
         (bpe, None),
         (bpe, 5),

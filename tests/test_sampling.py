@@ -126,7 +126,7 @@ def en_processor():
     return spm.SentencePieceProcessor(model_file=str(shared_file(EN_MODEL)))
 
 
-@pytest.mark.parametrize("alpha, nbest_size", [(0.1, -1), (0.2, 8)])
+@pytest.mark.parametrize("alpha, nbest_size", [(0.1, -1), pytest.param(0.2, 8, marks=pytest.mark.full)])
 def test_draws_match_sentencepieces_sampler_on_real_words(en_processor, alpha, nbest_size):
     layer = UnigramLayer(shared_file(EN_MODEL), alpha=alpha, nbest_size=nbest_size, seed=3)
     for text in WORDS[:3] + SENTENCES[:1]:
@@ -161,20 +161,19 @@ def botchan_lines(count=200):
 def test_inference_gives_the_best_segmentation():
     vocabulary = shared_file(EN_MODEL)
     plain = UnigramLayer(vocabulary)
-    texts = botchan_lines()
+    texts = botchan_lines(60)
     expected = plain(texts).to_list()
-    for options in ({"alpha": 0.1}, {"nbest_size": 4}):
-        layer = UnigramLayer(vocabulary, **options)
-        assert layer(texts).to_list() == expected
-        assert layer(texts, training=False).to_list() == expected
-        assert layer.tokenize(texts).to_list() == expected
-        assert layer(texts, training=True).to_list() != expected
-    for nbest_size in (0, 1):  # SentencePiece's "no sampling"
-        assert UnigramLayer(vocabulary, nbest_size=nbest_size)(texts, training=True).to_list() == expected
+    layer = UnigramLayer(vocabulary, alpha=0.1)
+    assert layer(texts).to_list() == expected
+    assert layer(texts, training=False).to_list() == expected
+    assert layer.tokenize(texts).to_list() == expected
+    assert layer(texts, training=True).to_list() != expected
+    # SentencePiece's "no sampling"
+    assert UnigramLayer(vocabulary, nbest_size=1)(texts, training=True).to_list() == expected
 
 
 def test_a_seed_gives_one_sequence_of_segmentations():
-    texts = botchan_lines(50)
+    texts = botchan_lines(12)
 
     def calls(seed):
         letters = [(letter, -5.0) for letter in "abcdfgijklmnopqrsuvwxyz"]  # and e, h, t of TINY
@@ -284,7 +283,8 @@ def bert_tokens():
     return [line.rstrip("\n") for line in open(BERT_VOCAB, encoding="utf-8")] if BERT_VOCAB.exists() else None
 
 
-@pytest.mark.parametrize("dropout", [0.1, pytest.param(0.3, marks=pytest.mark.full)])
+@pytest.mark.full
+@pytest.mark.parametrize("dropout", [0.1, 0.3])
 def test_maxmatch_dropout_on_real_words_with_berts_vocabulary(bert_tokens, dropout):
     if bert_tokens is None:
         pytest.skip(f"reference data not available: {BERT_VOCAB}")
@@ -297,7 +297,7 @@ def test_maxmatch_dropout_on_real_words_with_berts_vocabulary(bert_tokens, dropo
 
 def test_wordpiece_inference_is_greedy_and_sampling_draws_per_word():
     tokens = [line.rstrip("\n") for line in open(shared_file("bert-base-uncased-vocab.txt"), encoding="utf-8")]
-    texts = botchan_lines()
+    texts = botchan_lines(60)
     expected = WordPieceLayer(tokens)(texts).to_list()
     layer = WordPieceLayer(tokens, dropout=0.2, seed=1)
     assert layer(texts).to_list() == expected
@@ -413,7 +413,7 @@ def bpe_model():
     return model.getvalue(), spm.SentencePieceProcessor(model_proto=model.getvalue())
 
 
-@pytest.mark.parametrize("alpha", [0.1, 0.5])
+@pytest.mark.parametrize("alpha", [0.1, pytest.param(0.5, marks=pytest.mark.full)])
 def test_bpe_dropout_follows_the_exact_probabilities_and_sentencepieces_sampler(bpe_model, alpha):
     model, processor = bpe_model
     layer = SentencePieceLayer(model, alpha=alpha, seed=12)
