@@ -201,18 +201,20 @@ def unigram_systems(mix, directory, floors=False):
     return _sentencepiece_systems(mix, tfsubword.UnigramLayer, floors, model_type="unigram")
 
 
+# SentencePiece's trainer options for a BPE model with Llama-2's settings.
+LLAMA2_SETTINGS = dict(
+    model_type="bpe",
+    byte_fallback=True,
+    split_digits=True,
+    normalization_rule_name="identity",
+    remove_extra_whitespaces=False,
+    allow_whitespace_only_pieces=True,
+)
+
+
 def sentencepiece_bpe_systems(mix, directory, floors=False):
     """A SentencePiece BPE model with Llama-2's trainer settings."""
-    return _sentencepiece_systems(
-        mix,
-        tfsubword.SentencePieceLayer,
-        model_type="bpe",
-        byte_fallback=True,
-        split_digits=True,
-        normalization_rule_name="identity",
-        remove_extra_whitespaces=False,
-        allow_whitespace_only_pieces=True,
-    )
+    return _sentencepiece_systems(mix, tfsubword.SentencePieceLayer, **LLAMA2_SETTINGS)
 
 
 def bpe_systems(mix, directory, floors=False):

@@ -5,7 +5,8 @@ layer's deterministic call, on real text.
 
 Layers: `UnigramLayer` with a model SentencePiece trains on the mix (8,000 pieces, as `realtext.py`),
 sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 best (`nbest_size=8`);
-`WordPieceLayer` with BERT's uncased vocabulary, MaxMatch-dropout 0.1.
+`WordPieceLayer` with BERT's uncased vocabulary, MaxMatch-dropout 0.1; `SentencePieceLayer` with a BPE
+model SentencePiece trains on the mix with Llama-2's settings (as `realtext.py`), BPE-dropout 0.1.
 Corpora: those of `realtext.py` (short lines in five languages, Japanese and Chinese prose, *Botchan*,
 the Japanese novel; wikitext-2 apart). Each call runs in a `tf.function`; deterministic and sampled
 calls are interleaved round after round in this one process; medians; ratio = sampled time /
@@ -21,18 +22,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 from _timing import measure  # noqa: E402
-from realtext import BEST_CASE, CORPORA, DATA, lines_of  # noqa: E402
+from realtext import BEST_CASE, CORPORA, DATA, LLAMA2_SETTINGS, lines_of  # noqa: E402
 
 import tfsubword  # noqa: E402
 
 STRINGS = [tf.TensorSpec([None], tf.string)]
 
 
-def unigram_model(mix):
+def sentencepiece_model(mix, **options):
     import sentencepiece as spm
 
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(mix), model_writer=model, vocab_size=8000, minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(mix), model_writer=model, vocab_size=8000, minloglevel=2, **options
+    )
     return model.getvalue()
 
 
@@ -41,7 +44,7 @@ def in_training(layer):
 
 
 def unigram_systems(mix):
-    model = unigram_model(mix)
+    model = sentencepiece_model(mix)
     found = {"deterministic": in_training(tfsubword.UnigramLayer(model))}
     for name, nbest_size in [("all (-1)", -1), ("8 best", 8)]:
         found[name] = in_training(tfsubword.UnigramLayer(model, alpha=0.1, nbest_size=nbest_size, seed=0))
@@ -56,7 +59,15 @@ def wordpiece_systems(mix):
     }
 
 
-SYSTEMS = {"unigram": unigram_systems, "wordpiece": wordpiece_systems}
+def sentencepiece_bpe_systems(mix):
+    model = sentencepiece_model(mix, **LLAMA2_SETTINGS)
+    return {
+        "deterministic": in_training(tfsubword.SentencePieceLayer(model)),
+        "alpha 0.1": in_training(tfsubword.SentencePieceLayer(model, alpha=0.1, seed=0)),
+    }
+
+
+SYSTEMS = {"unigram": unigram_systems, "wordpiece": wordpiece_systems, "sentencepiece-bpe": sentencepiece_bpe_systems}
 
 
 def main():

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import BERT_VOCAB, nonempty_lines, shared_file
-from tfsubword import SentencePieceLayer, UnigramLayer, WordPieceLayer
+from tfsubword import BertPreprocessor, SentencePieceLayer, UnigramLayer, WordPieceLayer
 
 DRAWS = 10_000
 # A hand-built unigram vocabulary (no two segmentations of "▁the" tie).
@@ -311,6 +311,17 @@ def test_wordpiece_inference_is_greedy_and_sampling_draws_per_word():
         assert "".join(vocabulary[i].removeprefix("##") for i in row) == "".join(
             vocabulary[i].removeprefix("##") for i in best
         )
+
+
+def test_bert_preprocessor_passes_training_to_its_tokenizer():
+    tokenizer = WordPieceLayer(TINY_WORDPIECE + ["[CLS]", "[SEP]"], dropout=0.5, seed=3)
+    preprocessor = BertPreprocessor(tokenizer=tokenizer, sequence_length=24)
+    texts = tf.constant(["the untie the untie the untie"] * 4)
+    best = preprocessor(texts)["token_ids"].numpy().tolist()
+    assert best == preprocessor(texts, training=False)["token_ids"].numpy().tolist()
+    assert best[0] == [19, 2, 13, 14, 2, 13, 14, 2, 13, 14, 20] + [0] * 13  # [CLS] the un ##tie ... [SEP]
+    sampled = preprocessor(texts, training=True)["token_ids"].numpy().tolist()
+    assert sampled != best and len({tuple(row) for row in sampled}) > 1
 
 
 def test_maxmatch_dropout_offsets_point_at_the_tokens_text():

@@ -97,13 +97,14 @@ class BertPreprocessor(keras.layers.Layer):
         )
 
     @tf.autograph.experimental.do_not_convert
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         if self.packer is None:  # a model loaded from .keras: the tokenizer's vocabulary came as an asset
             self._make_packer()
         segments = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"BertPreprocessor takes one string tensor or a pair; received {len(segments)} inputs.")
-        return self.packer(tuple(self.tokenizer(segment) for segment in segments))
+        # `training` reaches the tokenizer: one built with `dropout` samples in `fit`.
+        return self.packer(tuple(self.tokenizer(segment, training=training) for segment in segments))
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
