@@ -158,6 +158,20 @@ def botchan_lines(count=200):
     return nonempty_lines(shared_file("botchan.txt"))[:count]
 
 
+def test_inference_gives_the_best_segmentation_quick():
+    texts = ["the the het", "th e", ""]
+    expected = UnigramLayer(TINY)(texts).to_list()
+    for layer in (UnigramLayer(TINY, alpha=1.0, seed=0), UnigramLayer(TINY, nbest_size=3, seed=0)):
+        assert layer(texts).to_list() == expected
+        assert layer(texts, training=False).to_list() == expected
+        assert layer.tokenize_with_offsets(texts)[0].to_list() == expected
+    assert expected[0] == [1, 1, 2, 7, 3]  # ▁the ▁the ▁ he t, by hand
+    # SentencePiece's "no sampling"
+    assert UnigramLayer(TINY, nbest_size=1, seed=0)(texts * 20, training=True).to_list() == expected * 20
+    assert UnigramLayer(TINY, alpha=1.0, seed=0)(texts * 20, training=True).to_list() != expected * 20
+
+
+@pytest.mark.full
 def test_inference_gives_the_best_segmentation():
     vocabulary = shared_file(EN_MODEL)
     plain = UnigramLayer(vocabulary)
@@ -178,11 +192,11 @@ def test_a_seed_gives_one_sequence_of_segmentations():
     def calls(seed):
         letters = [(letter, -5.0) for letter in "abcdfgijklmnopqrsuvwxyz"]  # and e, h, t of TINY
         layer = UnigramLayer(TINY + letters, alpha=0.2, seed=seed)
-        return [layer(texts, training=True).to_list() for _ in range(3)]
+        return [layer(texts, training=True).to_list() for _ in range(2)]
 
     first = calls(4)
     assert calls(4) == first
-    assert first[0] != first[1] != first[2]  # each call draws anew
+    assert first[0] != first[1]  # each call draws anew
     assert calls(5) != first
 
 
@@ -304,7 +318,6 @@ def test_wordpiece_inference_is_greedy_and_sampling_draws_per_word():
     assert layer(texts, training=False).to_list() == expected
     sampled = layer(texts, training=True).to_list()
     assert sampled != expected
-    assert WordPieceLayer(tokens, dropout=0.0)(texts, training=True).to_list() == expected
     # Each sampled row spells its text's words (a word's tokens join back into it).
     vocabulary = layer.get_vocabulary()
     for row, best in zip(sampled[:50], expected[:50]):
@@ -332,6 +345,15 @@ def test_maxmatch_dropout_offsets_point_at_the_tokens_text():
         for text, row, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
             for i, start, end in zip(row, row_starts, row_ends):
                 assert text[start:end].lower() == TINY_WORDPIECE[i].removeprefix("##"), text
+
+
+def test_training_must_be_a_python_bool():
+    layer = WordPieceLayer(TINY_WORDPIECE, dropout=0.5, seed=1)
+    assert layer(["the"], training=np.True_).to_list() in ([[2]], [[9, 7]], [[3, 8]], [[3, 6, 7]])
+    with pytest.raises(ValueError, match="`training` must be True, False or None"):
+        layer(["the"], training=tf.constant(True))
+    with pytest.raises(ValueError, match="`training` must be True, False or None"):
+        layer.tokenize_with_offsets(["the"], training="yes")
 
 
 @pytest.mark.parametrize("dropout", [-0.1, 1.5, "0.1", True, float("nan")])

@@ -175,7 +175,7 @@ class TokenizerLayer(keras.layers.Layer):
     def call(self, inputs, training=None):
         """`tokenize`; with `training` (as `model.fit` calls it), a sampled segmentation where the layer
         was built to sample one, a new one at each call."""
-        if training is True and self._samples():
+        if _is_training(training) and self._samples():
             return self._sampled(inputs)
         return self.tokenize(inputs)
 
@@ -234,7 +234,7 @@ class TokenizerLayer(keras.layers.Layer):
         last byte, so characters deleted inside a word fall within it). An unknown token spans its whole
         word. Padding positions (with `sequence_length`) have offsets 0.
         """
-        if training is True and self._samples():
+        if _is_training(training) and self._samples():
             return self._sampled(inputs, offsets=True)
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
@@ -325,6 +325,13 @@ class TokenizerLayer(keras.layers.Layer):
     def _special_tokens(self):
         """The special tokens the vocabulary has, in any order."""
         raise NotImplementedError
+
+
+def _is_training(training):
+    """`training` as Keras passes it (a Python bool, or None for "not training"), checked."""
+    if training is None or isinstance(training, (bool, np.bool_)):
+        return bool(training)
+    raise ValueError(f"`training` must be True, False or None. Received: training={training!r}.")
 
 
 def _is_integer_dtype(dtype):
