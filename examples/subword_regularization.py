@@ -16,27 +16,14 @@ import tempfile
 import keras
 import numpy as np
 import tensorflow as tf
+from bert_classifier import toy_data  # the same toy task: does the sentence praise or pan?
 
 from tfsubword import UnigramLayer
 from tfsubword.demo import compare_served, serve_in_fresh_process
 
-POSITIVE = ["a wonderful film", "truly great acting", "i loved every minute", "brilliant and moving story"]
-NEGATIVE = ["a dull film", "truly awful acting", "i hated every minute", "boring and predictable story"]
 
-
-def toy_data(rng, count=256):
-    texts, labels = [], []
-    for _ in range(count):
-        label = int(rng.integers(2))
-        words = rng.choice(POSITIVE if label else NEGATIVE, size=2)
-        texts.append(f"{words[0]}, {words[1]}")
-        labels.append(label)
-    return texts, np.array(labels, "float32")
-
-
-def capitalized(text, label):
-    rest = tf.strings.substr(text, 1, tf.strings.length(text) - 1)
-    return tf.strings.join([tf.strings.upper(tf.strings.substr(text, 0, 1)), rest]), label
+def without_exclamation_marks(text, label):
+    return tf.strings.regex_replace(text, "!", ""), label
 
 
 def main(export_dir):
@@ -45,9 +32,9 @@ def main(export_dir):
     tokenizer = UnigramLayer(
         vocab_size=50, normalization="identity", alpha=0.1, nbest_size=-1, seed=0, sequence_length=24, name="pieces"
     )
-    # A mapped pipeline: the texts are capitalized on the way, as raw text would come.
+    # A mapped pipeline: the texts are cleaned on the way.
     data = tf.data.Dataset.from_tensor_slices((texts, labels))
-    data = data.map(capitalized)
+    data = data.map(without_exclamation_marks)
     tokenizer.adapt(data.map(lambda text, label: text))
 
     text = keras.Input(shape=(), dtype="string", name="text")

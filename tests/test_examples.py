@@ -9,16 +9,18 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.mark.full
-def test_serve_wordpiece_example(tmp_path):
+def run_example(name, export_dir):
+    """Run `examples/<name>` with `export_dir`; it must exit with 0. Returns what it printed."""
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "serve_wordpiece.py"), str(tmp_path / "model")],
-        capture_output=True,
-        text=True,
-        timeout=900,
+        [sys.executable, str(EXAMPLES / name), str(export_dir)], capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "served predictions match" in result.stdout
+    return result.stdout
+
+
+@pytest.mark.full
+def test_serve_wordpiece_example(tmp_path):
+    assert "served predictions match" in run_example("serve_wordpiece.py", tmp_path / "model")
     assert (tmp_path / "model" / "saved_model.pb").is_file()
 
 
@@ -39,11 +41,7 @@ def test_demo_is_the_main_job(tmp_path):
 @pytest.mark.full
 def test_bert_classifier_example_exports_a_string_signature(tmp_path):
     export = tmp_path / "classifier"
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "bert_classifier.py"), str(export)], capture_output=True, text=True, timeout=900
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "served predictions match" in result.stdout
+    assert "served predictions match" in run_example("bert_classifier.py", export)
     saved_model_cli = pathlib.Path(sys.executable).with_name("saved_model_cli")
     shown = subprocess.run(
         [str(saved_model_cli), "show", "--all", "--dir", str(export)], capture_output=True, text=True, timeout=600
@@ -56,13 +54,7 @@ def test_bert_classifier_example_exports_a_string_signature(tmp_path):
 
 @pytest.mark.full
 def test_subword_regularization_example_samples_in_fit_only(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "subword_regularization.py"), str(tmp_path / "model")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "training=True draws a new segmentation at each call: True" in result.stdout
-    assert "training=False gives one segmentation: True" in result.stdout
-    assert "served predictions match" in result.stdout
+    printed = run_example("subword_regularization.py", tmp_path / "model")
+    assert "training=True draws a new segmentation at each call: True" in printed
+    assert "training=False gives one segmentation: True" in printed
+    assert "served predictions match" in printed

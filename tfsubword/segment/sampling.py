@@ -82,7 +82,6 @@ class LatticeSampler(tf.Module):
             "steps": tf.cast(longest, tf.int32),
             "active": active,
             "step_offsets": step_offsets,
-            "rank_of_row": rank_of_row,
             "record": ops.take(step_offsets, places) + rank,
             "base": base,
             "stride": stride,

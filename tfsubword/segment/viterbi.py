@@ -69,7 +69,7 @@ class Viterbi(tf.Module):
         self._unknown_as = self._unknown_id if unknown_as is None else int(unknown_as)
         self._words_alone = words_alone
         self._unknown_text = unknown_text
-        self._space = self.space = space
+        self.space = space
         self.by_words = space is not None
         self.piece_chars = tables.constant(piece_chars, tf.int64, shape=[len(piece_chars)])
         self.byte_ids = None if byte_ids is None else tables.constant(byte_ids, tf.int32, shape=[256])
@@ -84,10 +84,10 @@ class Viterbi(tf.Module):
     def __call__(self, code_points, splits, merge=True):
         """Normalized texts (code points, row splits) -> (ids int32, row splits int64). Without
         `merge`, each unknown character stays an unknown piece of its own (see `_unknowns`)."""
-        if self._space is None and not self._words_alone:
+        if self.space is None and not self._words_alone:
             ids, id_splits = self._exact(code_points, splits, merge)
         else:
-            starts, word_splits = word_starts(code_points, splits, -1 if self._space is None else self._space)
+            starts, word_splits = word_starts(code_points, splits, -1 if self.space is None else self.space)
             ends = tf.concat([starts[1:], [tf.size(code_points, out_type=tf.int64)]], axis=0)
             words = ops.encode_utf8(code_points, tf.concat([starts, ends[-1:]], axis=0))
             word_lines = ops.row_ids(word_splits)
@@ -110,7 +110,7 @@ class Viterbi(tf.Module):
         is, each of its words once (it should hold few repeats). With `distinct`, also the words of
         `words` with their `▁`: a dict of their code points ("values", int32), the byte where each
         starts in its word ("starts", int64) and their row splits ("splits")."""
-        words = tf.strings.join([chr(self._space), words])
+        words = tf.strings.join([chr(self.space), words])
         return self._segment_pool(words, occurrences, word_splits, word_lines, merge, distinct)
 
     def _segment_pool(self, words, occurrences, word_splits, word_lines, merge=True, distinct=False):
@@ -186,7 +186,7 @@ class Viterbi(tf.Module):
         cuts = self._pairs.lookup(_pair_keys(tf.concat([[0], values[:-1]], axis=0), values)) == 0
         cuts |= ops.row_ids_and_places(splits)[1] == 0
         if at_space:
-            cuts |= values == self._space
+            cuts |= values == self.space
         return cuts
 
     def _alone_in_parts(self, words, word_splits, merge):
