@@ -172,3 +172,37 @@ def test_substitute_rows_by_hand():
         tf.constant([5, 6]), tf.constant([False, False]), tf.zeros([0], tf.int32), tf.constant([0], tf.int64)
     )
     assert values.numpy().tolist() == [5, 6] and splits.numpy().tolist() == [0, 1, 2]
+
+
+def test_traced_functions_run_eagerly_until_their_eager_time_pays_for_a_trace(monkeypatch):
+    runs = []
+
+    def doubled(x):
+        runs.append(tf.executing_eagerly())
+        return x * 2
+
+    signature = [tf.TensorSpec([None], tf.int32)]
+    traced = ops.Traced()
+    monkeypatch.setattr(ops.Traced, "EAGER_SECONDS", 1e9)
+    for _ in range(3):
+        assert traced("f", doubled, signature, tf.constant([1, 2])).numpy().tolist() == [2, 4]
+    assert runs == [True, True, True]  # op by op, each time
+    monkeypatch.setattr(ops.Traced, "EAGER_SECONDS", 0.0)
+    for _ in range(3):
+        assert traced("f", doubled, signature, tf.constant([3])).numpy().tolist() == [6]
+    assert runs == [True, True, True, False]  # traced once, then the graph runs
+
+    # A function called from another's eager run is part of it: not traced on its own.
+    monkeypatch.setattr(ops.Traced, "EAGER_SECONDS", 1.0)
+    inner, outer = ops.Traced(), ops.Traced()
+    inner_runs = []
+
+    def plus_one(x):
+        inner_runs.append(tf.executing_eagerly())
+        return x + 1
+
+    inner._eager_seconds["g"] = 5.0  # alone, it would be traced now
+    assert outer("o", lambda x: inner("g", plus_one, signature, x), signature, tf.constant([1])).numpy() == [2]
+    assert inner_runs == [True]
+    assert inner("g", plus_one, signature, tf.constant([1])).numpy() == [2]
+    assert inner_runs == [True, False]
