@@ -6,7 +6,9 @@ layer's deterministic call, on real text.
 Layers: `UnigramLayer` with a model SentencePiece trains on the mix (8,000 pieces, as `realtext.py`),
 sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 best (`nbest_size=8`);
 `WordPieceLayer` with BERT's uncased vocabulary, MaxMatch-dropout 0.1; `SentencePieceLayer` with a BPE
-model SentencePiece trains on the mix with Llama-2's settings (as `realtext.py`), BPE-dropout 0.1.
+model SentencePiece trains on the mix with Llama-2's settings (as `realtext.py`), BPE-dropout 0.1;
+`BPELayer` with a byte-level BPE Hugging Face trains on the mix (30,000 tokens, as `realtext.py`),
+Hugging Face's BPE-dropout 0.1.
 Corpora: those of `realtext.py` (short lines in five languages, Japanese and Chinese prose, *Botchan*,
 the Japanese novel; wikitext-2 apart). Each call runs in a `tf.function`; deterministic and sampled
 calls are interleaved round after round in this one process; medians; ratio = sampled time /
@@ -15,6 +17,7 @@ deterministic time (the issue's bar: at most 1.5 at batch 1024).
 
 import argparse
 import io
+import json
 import math
 import os
 
@@ -67,7 +70,25 @@ def sentencepiece_bpe_systems(mix):
     }
 
 
-SYSTEMS = {"unigram": unigram_systems, "wordpiece": wordpiece_systems, "sentencepiece-bpe": sentencepiece_bpe_systems}
+def bpe_systems(mix):
+    from tokenizers import ByteLevelBPETokenizer
+
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(mix, vocab_size=30000, min_frequency=2, special_tokens=["<|endoftext|>"])
+    model = json.loads(trainer._tokenizer.to_str())["model"]
+    vocabulary = sorted(model["vocab"], key=model["vocab"].get)
+    return {
+        "deterministic": in_training(tfsubword.BPELayer(vocabulary, model["merges"])),
+        "dropout 0.1": in_training(tfsubword.BPELayer(vocabulary, model["merges"], dropout=0.1, seed=0)),
+    }
+
+
+SYSTEMS = {
+    "unigram": unigram_systems,
+    "wordpiece": wordpiece_systems,
+    "sentencepiece-bpe": sentencepiece_bpe_systems,
+    "bpe": bpe_systems,
+}
 
 
 def main():

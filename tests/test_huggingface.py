@@ -13,6 +13,7 @@ Three more are trained with pre-tokenizers that cut words (`Whitespace`, `Digits
 `Punctuation`, `Split`) for each model. Ids must equal `Tokenizer.encode(...).ids` exactly.
 """
 
+import collections
 import functools
 import json
 import random
@@ -763,7 +764,7 @@ UNSUPPORTED = [
         "Split regex",
     ),
     ("gpt2", set_path(["model", "byte_fallback"], True), "byte_fallback"),
-    ("gpt2", set_path(["model", "dropout"], 0.1), "dropout"),
+    ("gpt2", set_path(["model", "dropout"], 1.5), "dropout"),
     ("llama3", set_path(["pre_tokenizer", "pretokenizers", 0, "pattern"], {"Regex": "\\w+(?!\\S)"}), "Split regex"),
     (
         "starcoder",
@@ -965,3 +966,42 @@ def test_calls_saving_and_serving_agree(family, tmp_path):
         else from_huggingface(family_json(family), sequence_length=48)
     )
     contract.check_serving(dense, WITH_TOKENS, tmp_path)
+
+
+def test_bpe_files_sample_in_training_only_quick():
+    """A file's BPE `dropout` samples in training, gives the usual ids otherwise; `dropout=0` turns it off."""
+    tokenizers = tokenizers_module()
+    layer = from_huggingface(edited("gpt2", set_path(["model", "dropout"], 0.5)), seed=3)
+    lines = ["Hello world, this is it.", " schoolmaster", ""]
+    assert layer(lines).to_list() == from_huggingface(family_json("gpt2"))(lines).to_list()
+    drawn = {tuple(row) for row in layer([" schoolmaster"] * 200, training=True).to_list()}
+    reference = tokenizers.Tokenizer.from_str(family_json("gpt2"))
+    assert len(drawn) > 5
+    assert {reference.decode(list(row)) for row in drawn} == {" schoolmaster"}
+    off = from_huggingface(family_json("gpt2"), dropout=0)
+    assert off([" schoolmaster"], training=True).to_list() == layer([" schoolmaster"]).to_list()
+    with pytest.raises(ValueError, match="dropout"):
+        from_huggingface(family_json("bert-uncased"), dropout=0.1)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("family, text", [("gpt2", " schoolmaster"), ("llama2", "I was a rascal.")])
+def test_bpe_files_sample_with_their_dropout_in_training_only(family, text):
+    """A file's BPE `dropout` (or one given to `from_huggingface`) samples as Hugging Face does, in
+    training only; the draws are compared with Hugging Face's own, by a chi-square test."""
+    from tests.test_sampling import DRAWS, same_law
+
+    tokenizers = tokenizers_module()
+    with_dropout = edited(family, set_path(["model", "dropout"], 0.3))
+    layer = from_huggingface(with_dropout, seed=3)
+    lines = ["Hello world, this is it.", text, ""]
+    assert layer(lines).to_list() == from_huggingface(family_json(family))(lines).to_list()
+    reference = tokenizers.Tokenizer.from_str(with_dropout)
+    theirs = collections.Counter(tuple(encoding.ids) for encoding in reference.encode_batch([text] * DRAWS))
+    assert len(theirs) > 5
+    for sampling in (layer, from_huggingface(family_json(family), dropout=0.3, seed=4)):
+        ours = collections.Counter(tuple(row) for row in sampling([text] * DRAWS, training=True).to_list())
+        assert same_law(ours, theirs) > 0.001
+    assert from_huggingface(with_dropout, dropout=0)([text], training=True).to_list() == layer([text]).to_list()
+    with pytest.raises(ValueError, match="dropout"):
+        from_huggingface(family_json("bert-uncased"), dropout=0.1)

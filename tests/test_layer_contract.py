@@ -97,6 +97,8 @@ CHANGED = {
             "add_prefix_space": True,
             "unknown_token": "c",
             "special_tokens": ("a",),
+            "dropout": 0.2,
+            "seed": 7,
             "vocab_size": 300,
             "sequence_length": 9,
             "pad_token": "b",

@@ -8,6 +8,7 @@ draw is seeded (ours and the reference's), so the tests give the same verdict on
 """
 
 import collections
+import json
 import math
 
 import numpy as np
@@ -363,17 +364,21 @@ def test_bad_dropout_raises(dropout):
 
 
 @pytest.mark.full
-def test_sampling_layers_export_and_save_their_best_segmentation(tmp_path):
+def test_sampling_layers_export_and_save_their_best_segmentation(tmp_path, hugging_face_bpe):
     from tests import contract
+    from tfsubword import BPELayer
 
     texts = botchan_lines(64)
+    vocab, merges = hugging_face_bpe
     tokens = [line.rstrip("\n") for line in open(shared_file("bert-base-uncased-vocab.txt"), encoding="utf-8")]
     layers = [
         UnigramLayer(shared_file(EN_MODEL), alpha=0.1, seed=1, sequence_length=48),
         UnigramLayer(shared_file(EN_MODEL), nbest_size=8, seed=1, sequence_length=48),
         WordPieceLayer(tokens, dropout=0.2, seed=1, sequence_length=48),
+        BPELayer(sorted(vocab, key=vocab.get), merges, dropout=0.2, seed=1, sequence_length=48),
     ]
     plain = [UnigramLayer(shared_file(EN_MODEL), sequence_length=48)] * 2 + [WordPieceLayer(tokens, sequence_length=48)]
+    plain.append(BPELayer(sorted(vocab, key=vocab.get), merges, sequence_length=48))
     for layer, best in zip(layers, plain):
         assert layer(texts).numpy().tolist() == best(texts).numpy().tolist()
     contract.check_serving_each(layers, texts, tmp_path)  # served as called without `training`
@@ -479,3 +484,143 @@ def test_bpe_dropout_in_lines_and_offsets(bpe_model):
         SentencePieceLayer(model, nbest_size=4)
     with pytest.raises(ValueError, match="probability of skipping each merge"):
         SentencePieceLayer(model, alpha=1.5)
+
+
+# BPE-dropout as Hugging Face's `BPE(dropout=p)` samples: a word's candidate merges wait in a priority
+# queue (lowest rank, then leftmost); each one popped is set aside with probability p, otherwise the
+# ones set aside go back and it merges, if its pair is still there (a stale entry is only spent).
+def hugging_face_bpe_dropout(symbols, ranks, p):
+    """Each outcome (a tuple of symbol ids) of merging `symbols` -> its probability, by following the
+    queue through every draw: `ranks` maps a pair of ids to (rank, merged id)."""
+    outcomes = collections.Counter()
+
+    def pushed(queue, symbols, left, right):
+        found = ranks.get((symbols[left], symbols[right]))
+        return queue if found is None else tuple(sorted((*queue, (found[0], left, found[1]))))
+
+    def follow(symbols, queue, aside, chance):
+        if not queue:
+            outcomes[tuple(s for s in symbols if s is not None)] += chance
+            return
+        top, rest = queue[0], queue[1:]
+        if p > 0:
+            follow(symbols, rest, (*aside, top), chance * p)
+        if p == 1:
+            return
+        chance *= 1 - p
+        queue = tuple(sorted(rest + aside))
+        _, left, made = top
+        live = [i for i, s in enumerate(symbols) if s is not None]
+        after = [i for i in live if i > left]
+        if symbols[left] is None or not after or ranks.get((symbols[left], symbols[after[0]]), (0, None))[1] != made:
+            follow(symbols, queue, (), chance)
+            return
+        right = after[0]
+        symbols = list(symbols)
+        symbols[left], symbols[right] = made, None
+        before = [i for i in live if i < left]
+        if before:
+            queue = pushed(queue, symbols, before[-1], left)
+        if after[1:]:
+            queue = pushed(queue, symbols, left, after[1])
+        follow(tuple(symbols), queue, (), chance)
+
+    queue = ()
+    for i in range(len(symbols) - 1):
+        queue = pushed(queue, symbols, i, i + 1)
+    follow(tuple(symbols), queue, (), 1.0)
+    return outcomes
+
+
+# Two merges make "abc", so an entry can look stale and be live; "d" + "a" gives entries that go stale.
+TOY_BPE = ["a", "b", "c", "d", "ab", "bc", "cd", "abc", "da", "abcd", "dab"]
+TOY_MERGES = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "bc"), ("d", "a"), ("ab", "c"), ("abc", "d"), ("da", "b")]
+
+
+def toy_bpe_ranks():
+    ids = {token: i for i, token in enumerate(TOY_BPE)}
+    return ids, {(ids[left], ids[right]): (k, ids[left + right]) for k, (left, right) in enumerate(TOY_MERGES)}
+
+
+@pytest.mark.parametrize("dropout", [0.1] + [pytest.param(p, marks=pytest.mark.full) for p in (0.5, 1.0)])
+def test_hugging_face_bpe_dropout_follows_the_exact_probabilities(dropout):
+    from tfsubword import BPELayer
+
+    ids, ranks = toy_bpe_ranks()
+    layer = BPELayer(TOY_BPE, TOY_MERGES, byte_level=False, pattern=None, dropout=dropout, seed=5)
+    for word in ("abcd", "abcdab", "dabcda"):
+        counts = collections.Counter(tuple(row) for row in layer([word] * DRAWS, training=True).to_list())
+        assert fits(counts, hugging_face_bpe_dropout([ids[c] for c in word], ranks, dropout)) > 0.001, word
+    if dropout < 1:
+        assert fits(counts, hugging_face_bpe_dropout([ids[c] for c in word], ranks, dropout * 1.3)) < 0.001
+
+
+@pytest.fixture(scope="module")
+def hugging_face_bpe():
+    """A byte-level BPE trained by Hugging Face `tokenizers` on *Botchan*: (vocabulary, merges)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import pre_tokenizers
+
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=800, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tokenizer.train_from_iterator(botchan_lines(3000), trainer)
+    model = json.loads(tokenizer.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def hugging_face_draws(vocab, merges, dropout, word, draws=DRAWS):
+    """`draws` segmentations of `word` by Hugging Face's own sampler (its generator takes no seed)."""
+    import tokenizers
+    from tokenizers import pre_tokenizers
+
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, merges, dropout=dropout))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return collections.Counter(tuple(encoding.ids) for encoding in tokenizer.encode_batch([word] * draws))
+
+
+@pytest.mark.parametrize("dropout", [0.2, pytest.param(0.6, marks=pytest.mark.full)])
+def test_hugging_face_bpe_dropout_matches_the_exact_probabilities_and_hugging_faces_sampler(hugging_face_bpe, dropout):
+    from tfsubword import BPELayer
+
+    vocab, merges = hugging_face_bpe
+    tokens = sorted(vocab, key=vocab.get)
+    layer = BPELayer(tokens, merges, dropout=dropout, seed=6)
+    ids = {token: i for i, token in enumerate(tokens)}
+    ranks = {(ids[left], ids[right]): (k, ids[left + right]) for k, (left, right) in enumerate(merges)}
+    for word in ("father", " rascal", " unaffable"):
+        ours = collections.Counter(tuple(row) for row in layer([word] * DRAWS, training=True).to_list())
+        if len(word) <= 7:
+            symbols = [ids[c] for c in byte_level_chars(word)]
+            assert fits(ours, hugging_face_bpe_dropout(symbols, ranks, dropout)) > 0.001, word
+        assert same_law(ours, hugging_face_draws(vocab, merges, dropout, word)) > 0.001, word
+    assert same_law(ours, hugging_face_draws(vocab, merges, dropout * 1.3, word)) < 0.001
+
+
+def byte_level_chars(word):
+    from tfsubword.text import byte_level
+
+    alphabet = byte_level.byte_to_char()
+    return [alphabet[b] for b in word.encode("utf-8")]
+
+
+def test_hugging_face_bpe_dropout_in_lines_and_offsets(hugging_face_bpe):
+    from tfsubword import BPELayer
+
+    vocab, merges = hugging_face_bpe
+    tokens = sorted(vocab, key=vocab.get)
+    layer = BPELayer(tokens, merges, dropout=0.3, seed=8)
+    texts = ["I was a rascal, the schoolmaster said.", "Tôi là mèo. 吾輩は猫である", "", "a  b"] + botchan_lines(30)
+    best = BPELayer(tokens, merges)(texts).to_list()
+    assert layer(texts).to_list() == best
+    ids, starts, ends = layer.tokenize_with_offsets(texts, training=True)
+    assert ids.to_list() != best
+    for text, row, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+        data = text.encode("utf-8")
+        # The drawn tokens spell the text, and each token's span holds its bytes.
+        assert b"".join(layer._segmenter.token_bytes[i] for i in row) == data, text
+        for i, start, end in zip(row, row_starts, row_ends):
+            assert layer._segmenter.token_bytes[i] in data[start:end], text

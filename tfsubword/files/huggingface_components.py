@@ -137,7 +137,9 @@ def _words(pre_tokenizer):
 def bpe(config, model):
     vocabulary = _vocabulary(model)
     merges = field("model", model, "merges", (list,))
-    setting("BPE", model, "dropout", None, None)
+    dropout = field("BPE", model, "dropout", (float, int, None), None)
+    if dropout is not None and not 0 <= dropout <= 1:
+        raise ValueError(f"tokenizer.json: BPE.dropout must be from 0 to 1 (or null). Received: {dropout}.")
     ignore_merges = field("BPE", model, "ignore_merges", (bool,), False)
     byte_fallback = field("BPE", model, "byte_fallback", (bool,), False)
     # Unknown characters fused into one unknown token: with byte fallback there are none (the byte
@@ -171,6 +173,7 @@ def bpe(config, model):
         "add_prefix_space": add_prefix_space,
         "continuing_subword_prefix": prefix,
         "end_of_word_suffix": suffix,
+        "dropout": None if dropout is None else float(dropout),
     }
     return "BPELayer", vocabulary, merges, options, string_normalizers(config.get("normalizer")), steps or []
 

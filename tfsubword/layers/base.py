@@ -181,7 +181,11 @@ class TokenizerLayer(keras.layers.Layer):
 
     def _samples(self):
         """Whether the layer samples segmentations in training (see `_init_sampling`)."""
-        return getattr(self, "_seed_generator", None) is not None
+        return self._seeds() is not None
+
+    def _seeds(self):
+        """The seed generator of sampled calls, or None when the layer does not sample."""
+        return getattr(self, "_seed_generator", None)
 
     def _init_sampling(self, sampling, seed):
         """Layers that sample call this in their constructor: with `sampling`, a seed generator in Keras's
@@ -195,7 +199,7 @@ class TokenizerLayer(keras.layers.Layer):
         """`tokenize` (or `tokenize_with_offsets`) with a sampled segmentation."""
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
-        seed = tf.cast(self._seed_generator.next(), tf.int32)
+        seed = tf.cast(self._seeds().next(), tf.int32)
         key, function = ("sampled offsets", self._sample_with_offsets) if offsets else ("sampled", self._sample)
         result = self._traced(key, function, [*_STRINGS, tf.TensorSpec([2], tf.int32)], flat, seed)
         if not offsets:

@@ -63,6 +63,13 @@ class BPELayer(TokenizerLayer):
         special_tokens: the tokens that stand for no text (`special_tokens` of the layer, with the
             unknown and padding tokens). None: GPT-2's `<|endoftext|>` if the vocabulary has it;
             others must be in it.
+        dropout: float or None. BPE-dropout (Provilkov et al., 2020) when the layer is called with
+            `training=True` (as `model.fit` calls it), as Hugging Face's `BPE(dropout=...)` samples:
+            each merge that comes up is set aside with this probability, and comes back once a merge
+            is not. Every word is merged on its own then, also with `ignore_merges`. None or 0 (the
+            default): no sampling. Calls without `training`, `predict` and exported models merge as
+            usual.
+        seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
         vocab_size: int or None. The number of tokens `adapt` learns. None: `train_bpe`'s 30,000.
         sequence_length: int or None. If set, outputs are dense, padded with `pad_token`'s id
             (0 when it is absent). Defaults to None (ragged).
@@ -93,6 +100,8 @@ class BPELayer(TokenizerLayer):
         add_prefix_space=False,
         unknown_token=None,
         special_tokens=None,
+        dropout=None,
+        seed=None,
         vocab_size=None,
         sequence_length=None,
         pad_token=GPT2_SPECIAL_TOKENS[0],
@@ -118,6 +127,8 @@ class BPELayer(TokenizerLayer):
         self.unknown_token = checks.string("unknown_token", unknown_token, optional=True)
         self.given_special_tokens = None if special_tokens is None else checks.tokens("special_tokens", special_tokens)
         self.vocab_size = checks.integer("vocab_size", vocab_size, optional=True)
+        self.dropout = checks.probability("dropout", dropout, optional=True)
+        self._init_sampling(bool(self.dropout), seed)
         if (vocabulary is None) != (merges is None):
             raise ValueError("Pass both `vocabulary` and `merges`, or neither (to set them later).")
         self._pending_merges = merges
@@ -215,31 +226,49 @@ class BPELayer(TokenizerLayer):
         this layer segments as words (see `tokenize_words`), or None (it segments each word whole)."""
         return self._segmenter.cuts if self.pattern is None else None
 
-    def tokenize_words(self, split):
+    def tokenize_words(self, split, seed=None):
         """The ids of words already cut as this layer's pre-tokenizer cuts them (valid UTF-8): a ragged
-        `[n, (words)]` string tensor -> ragged `[n, (ids)]` ids, each text's words' ids in turn."""
+        `[n, (words)]` string tensor -> ragged `[n, (ids)]` ids, each text's words' ids in turn. With
+        `seed` (int32 `[2]`), sampled as `training=True` samples (with no pattern: words not cut in units)."""
+        if seed is not None:
+            ids, splits = self._segmenter.sample(split.flat_values, self.dropout, seed)
+            return tf.RaggedTensor.from_row_splits(ids, ops.take(splits, split.row_splits), validate=False)
         ids, splits = words.encode(
             split.flat_values, split.row_splits, self._segmenter.segment, self._segmenter.whole_words
         )
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
-    def _tokenize_strings_with_offsets(self, strings):
+    def _sample(self, strings, seed):
+        """Every word drawn on its own; with no pre-tokenizer pattern, each text is one word (units
+        cut for `segment` would not draw as the whole text does)."""
+        return self.tokenize_words(self._words(strings, cut=False)[0], seed)
+
+    def _sample_with_offsets(self, strings, seed):
+        return self._tokenize_strings_with_offsets(strings, seed)
+
+    def _tokenize_strings_with_offsets(self, strings, seed=None):
         """Byte offsets as Hugging Face's character offsets are, in UTF-8 bytes: a token spans the
         characters that its bytes are part of (two tokens that split a character both span it); the
         space `add_prefix_space` puts in front spans the text's first character; the U+FFFD that
-        stands for an invalid UTF-8 sequence spans its bytes."""
-        split, prefixed = self._words(strings)
+        stands for an invalid UTF-8 sequence spans its bytes. With `seed`, of a sampled segmentation."""
+        split, prefixed = self._words(strings, cut=seed is None)
         lengths = tf.cast(tf.strings.length(split.flat_values, unit="UTF8_CHAR"), tf.int64)
         from_first = tf.cumsum(lengths, exclusive=True)
         word_starts = from_first - ops.take(from_first, ops.take(split.row_splits, split.value_rowids()))
-        ids, starts, ends, splits = words.encode(
-            split.flat_values,
-            split.row_splits,
-            self._segmenter.segment_spans,
-            self._segmenter.whole_words,
-            word_starts,
-            span_unit="UTF8_CHAR",
-        )
+        if seed is None:
+            ids, starts, ends, splits = words.encode(
+                split.flat_values,
+                split.row_splits,
+                self._segmenter.segment_spans,
+                self._segmenter.whole_words,
+                word_starts,
+                span_unit="UTF8_CHAR",
+            )
+        else:
+            spans, word_splits = self._segmenter.sample_spans(split.flat_values, self.dropout, seed)
+            shift = ops.take(word_starts, ops.row_ids(word_splits))
+            ids, starts, ends = spans[:, 0], spans[:, 1] + shift, spans[:, 2] + shift
+            splits = ops.take(word_splits, split.row_splits)
         if prefixed is not None:  # the space put in front stands for the first character
             moved = ops.take(prefixed, ops.row_ids(splits))
             starts = tf.where(moved, tf.maximum(starts - 1, 0), starts)
@@ -259,15 +288,16 @@ class BPELayer(TokenizerLayer):
         ragged = (ids, to_bytes(starts), to_bytes(ends))
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in ragged)
 
-    def _words(self, strings):
+    def _words(self, strings, cut=True):
         """`[n]` strings -> their words (ragged `[n, (words)]`) and, with `add_prefix_space`, whether
-        each was given a space in front (else None)."""
+        each was given a space in front (else None). With no pattern, each text is one word, in units
+        that merge alone (`unit_cuts`) unless not `cut`."""
         prefixed = None
         if self.add_prefix_space:
             prefixed = (tf.strings.length(strings) > 0) & (tf.strings.substr(strings, 0, 1) != " ")
             strings = tf.where(prefixed, tf.strings.join([" ", strings]), strings)
         if self.pattern is None:  # one word, in units where no merge crosses when that is allowed
-            if self._segmenter.cuts is not None:
+            if cut and self._segmenter.cuts is not None:
                 return self._segmenter.units(strings), prefixed
             return tf.RaggedTensor.from_uniform_row_length(strings, 1), prefixed
         return byte_level_lib.split_words(strings, self.pattern), prefixed
@@ -297,6 +327,8 @@ class BPELayer(TokenizerLayer):
                 "add_prefix_space": self.add_prefix_space,
                 "unknown_token": self.unknown_token,
                 "special_tokens": None if self.given_special_tokens is None else list(self.given_special_tokens),
+                "dropout": self.dropout,
+                "seed": self.seed,
                 "vocab_size": self.vocab_size,
             }
         )

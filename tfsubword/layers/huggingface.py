@@ -8,6 +8,8 @@
 `files.huggingface` reads the file and refuses what these parts do not reproduce exactly.
 """
 
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -30,7 +32,7 @@ _SIDES = ("right", "left")
 _HALVES_FROM = 256
 
 
-def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True):
+def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True, dropout=None, seed=None):
     """A Keras layer that encodes text exactly as a Hugging Face `tokenizer.json` does.
 
     Its ids equal `tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=...).ids`,
@@ -61,13 +63,21 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
             truncation and padding (padding with the file's pad id, else id 0).
         add_special_tokens: bool. Put the post-processor's start and end ids around each text, as
             `encode(..., add_special_tokens=True)`. Defaults to True.
+        dropout: float or None. For BPE files: BPE-dropout in training (`training=True`, as
+            `model.fit` calls the layer), as Hugging Face's `BPE(dropout=...)` samples (see
+            `BPELayer`). None (the default): the file's `dropout`, which Hugging Face applies at every
+            call and this layer only in training; 0: none. Other models raise `ValueError` for it.
+        seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
 
     Returns:
         A `HuggingFaceTokenizer`.
     """
     checks.integer("sequence_length", sequence_length, optional=True)
     checks.boolean("add_special_tokens", add_special_tokens)
+    checks.probability("dropout", dropout, optional=True)
     spec = file_lib.read_tokenizer_json(path_or_json)
+    if spec.layer != "BPELayer" and dropout is not None:
+        raise ValueError(f"`dropout` is BPE-dropout; this file's model is not BPE. Received: dropout={dropout}.")
     if spec.layer == "WordPieceLayer":
         tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
     elif spec.layer == "HuggingFaceWordPiece":
@@ -75,7 +85,10 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     elif spec.layer == "HuggingFaceUnigram":
         tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options)
     else:
-        tokenizer = BPELayer(spec.vocabulary, spec.merges, special_tokens=[], name="model", **spec.options)
+        options = {**spec.options, "seed": seed}
+        if dropout is not None:
+            options["dropout"] = dropout
+        tokenizer = BPELayer(spec.vocabulary, spec.merges, special_tokens=[], name="model", **options)
     padding = spec.padding or {"length": None, "multiple": None, "side": "right", "pad_id": 0}
     max_length, pad_to_longest = spec.max_length, False
     if sequence_length is not None:
@@ -251,12 +264,23 @@ class HuggingFaceTokenizer(TokenizerLayer):
 
     # Encoding.
 
-    def _tokenize_strings(self, strings):
+    def _seeds(self):
+        return self.tokenizer._seeds()
+
+    def _sample(self, strings, seed):
+        return self._tokenize_strings(strings, seed)
+
+    def _sample_with_offsets(self, strings, seed):
+        return self._tokenize_strings_with_offsets(strings)
+
+    def _tokenize_strings(self, strings, seed=None):
+        """With `seed` (int32 `[2]`), the model's segmentations are sampled (`BPELayer`'s dropout)."""
         raw = self._splitters[0]
+        between = functools.partial(self._between_raw_tokens, seed=seed)
         ids = (
-            self._between_raw_tokens(strings, tf.ones(tf.shape(strings), tf.bool))
+            between(strings, tf.ones(tf.shape(strings), tf.bool))
             if raw is None
-            else tokenize_around(strings, raw, self._between_raw_tokens)
+            else tokenize_around(strings, raw, between)
         )
         ids = tf.cast(ids, tf.int32)
         framing = len(self.start_ids) + len(self.end_ids) if self.add_special_tokens else 0
@@ -267,23 +291,26 @@ class HuggingFaceTokenizer(TokenizerLayer):
             ids = _framed(ids, self.start_ids, self.end_ids)
         return ids
 
-    def _between_raw_tokens(self, texts, first):
+    def _between_raw_tokens(self, texts, first, seed=None):
         """The ids of text between tokens matched in raw text, as Hugging Face makes them: normalized,
         cut at the tokens matched in normalized text, the rest pre-tokenized and through the model's
         layer. `first`: whether each text starts its original text."""
         texts = self._normalize(texts)
         normalized = self._splitters[1]
+        model_ids = functools.partial(self._model_ids, seed=seed)
         if normalized is None:
-            return self._model_ids(texts, first)
-        return tokenize_around(texts, normalized, self._model_ids, first)
+            return model_ids(texts, first)
+        return tokenize_around(texts, normalized, model_ids, first)
 
-    def _model_ids(self, texts, first):
+    def _model_ids(self, texts, first, seed=None):
+        # Sampled, words are not cut in units: each word draws whole, as Hugging Face's model draws it.
+        model = self.tokenizer.tokenize if seed is None else functools.partial(self.tokenizer._sample, seed=seed)
         if self._words is not None:
             if self._whole_words:  # (the words are valid UTF-8, as the layer's own split makes them)
-                apart = None if self._unit_cuts is None else self._unit_cuts.apart
-                return self.tokenizer.tokenize_words(self._words(texts, self._valid_utf8, apart))
+                apart = None if self._unit_cuts is None or seed is not None else self._unit_cuts.apart
+                return self.tokenizer.tokenize_words(self._words(texts, self._valid_utf8, apart), seed)
             words = self._words(texts, self._valid_utf8)
-            ids = self.tokenizer.tokenize(words.flat_values)
+            ids = model(words.flat_values)
             return tf.RaggedTensor.from_row_splits(ids, words.row_splits, validate=False).merge_dims(1, 2)
         for step in self.pre_tokenizer:  # Metaspace: spaces become its character, one goes in front
             replacement = step["replacement"]
@@ -293,7 +320,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
             if isinstance(self.tokenizer, HuggingFaceUnigram):
                 return self.tokenizer.tokenize_spaced(texts, replacement)
             texts = tf.strings.regex_replace(texts, " ", decoders.rewrite(replacement))
-        return self.tokenizer.tokenize(texts)
+        return model(texts)
 
     def _normalize(self, texts):
         """The steps of `normalizer`, in order, as Hugging Face runs them on each piece."""
