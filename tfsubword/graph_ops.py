@@ -40,11 +40,11 @@ class Traced:
     @tf.autograph.experimental.do_not_convert
     def __call__(self, key, function, signature, *args):
         """`function(*args)`, traced once for `key` with the input `signature` (a list of `tf.TensorSpec`)."""
-        traced = self._functions.get(key)
-        if traced is None and tf.executing_eagerly():
+        if tf.executing_eagerly():  # (even when traced: a graph's first run instantiates it, seconds)
             depth = getattr(self._eager_depth, "value", 0)
             if depth or self._eager_seconds[key] < self.EAGER_SECONDS:
                 return self._run_eagerly(key, function, args, depth)
+        traced = self._functions.get(key)
         if traced is None:  # the concrete function: a `tf.function` would trace again inside `tf.saved_model.save`
             function = tf.function(function, input_signature=signature, autograph=False)
             traced = self._functions[key] = function.get_concrete_function()
