@@ -8,7 +8,8 @@ sampling among all segmentations (`nbest_size=-1, alpha=0.1`) and among the 8 be
 `WordPieceLayer` with BERT's uncased vocabulary, MaxMatch-dropout 0.1; `SentencePieceLayer` with a BPE
 model SentencePiece trains on the mix with Llama-2's settings (as `realtext.py`), BPE-dropout 0.1;
 `BPELayer` with a byte-level BPE Hugging Face trains on the mix (30,000 tokens, as `realtext.py`),
-Hugging Face's BPE-dropout 0.1.
+Hugging Face's BPE-dropout 0.1; `from_huggingface` of a Unigram `tokenizer.json` that `tokenizers` trains on
+the mix (8,000 pieces, `Metaspace`), Hugging Face's unigram sampling with `alpha=0.1`.
 Corpora: those of `realtext.py` (short lines in five languages, Japanese and Chinese prose, *Botchan*,
 the Japanese novel; wikitext-2 apart). Each call runs in a `tf.function`; deterministic and sampled
 calls are interleaved round after round in this one process; medians; ratio = sampled time /
@@ -83,11 +84,26 @@ def bpe_systems(mix):
     }
 
 
+def huggingface_unigram_systems(mix):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=8000, unk_token="<unk>", special_tokens=["<unk>"], show_progress=False)
+    tokenizer.train_from_iterator(mix, trainer)
+    text = tokenizer.to_str()
+    return {
+        "deterministic": in_training(tfsubword.from_huggingface(text)),
+        "alpha 0.1": in_training(tfsubword.from_huggingface(text, alpha=0.1, seed=0)),
+    }
+
+
 SYSTEMS = {
     "unigram": unigram_systems,
     "wordpiece": wordpiece_systems,
     "sentencepiece-bpe": sentencepiece_bpe_systems,
     "bpe": bpe_systems,
+    "huggingface-unigram": huggingface_unigram_systems,
 }
 
 

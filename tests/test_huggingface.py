@@ -1005,3 +1005,46 @@ def test_bpe_files_sample_with_their_dropout_in_training_only(family, text):
     assert from_huggingface(with_dropout, dropout=0)([text], training=True).to_list() == layer([text]).to_list()
     with pytest.raises(ValueError, match="dropout"):
         from_huggingface(family_json("bert-uncased"), dropout=0.1)
+
+
+@pytest.mark.parametrize("family", ["t5", pytest.param("unigram-words", marks=pytest.mark.full)])
+def test_unigram_files_sample_as_hugging_face_in_training_only(family):
+    """`from_huggingface(..., alpha=)` on a Unigram file (Metaspace, or words a pre-tokenizer cut)
+    draws as Hugging Face's `Unigram(alpha=...)` on the same file; inference keeps the usual ids."""
+    from tests.test_sampling import DRAWS, same_law
+
+    tokenizers = tokenizers_module()
+    text = "the schoolmaster's unaffable Rascal"
+    layer = from_huggingface(family_json(family), alpha=0.3, seed=5)
+    lines = ["Hello world, this is it.", text, ""]
+    assert layer(lines).to_list() == from_huggingface(family_json(family))(lines).to_list()
+    reference = tokenizers.Tokenizer.from_str(family_json(family))
+    model = json.loads(family_json(family))["model"]
+    pieces = [tuple(pair) for pair in model["vocab"]]
+    reference.model = tokenizers.models.Unigram(pieces, model["unk_id"], model.get("byte_fallback", False), alpha=0.3)
+    theirs = collections.Counter(tuple(encoding.ids) for encoding in reference.encode_batch([text] * DRAWS))
+    ours = collections.Counter(tuple(row) for row in layer([text] * DRAWS, training=True).to_list())
+    assert len(theirs) > 20
+    assert same_law(ours, theirs) > 0.001
+    with pytest.raises(ValueError, match="sample a Unigram model"):
+        from_huggingface(family_json("gpt2"), alpha=0.1)
+
+
+@pytest.mark.full
+def test_sampling_files_export_and_save_their_usual_ids(tmp_path):
+    from tests import contract
+
+    texts = ["Hello world, this is it.", "the schoolmaster's unaffable Rascal", ""]
+    # (Served outputs must be dense.)
+    layers = [
+        from_huggingface(family_json("gpt2"), dropout=0.2, seed=1, sequence_length=48),
+        from_huggingface(family_json("t5"), alpha=0.2, sequence_length=48),
+    ]
+    plain = [from_huggingface(family_json(family), sequence_length=48) for family in ("gpt2", "t5")]
+    for layer, usual in zip(layers, plain):
+        assert layer(texts).numpy().tolist() == usual(texts).numpy().tolist()
+    contract.check_serving_each(layers, texts, tmp_path)
+    for number, layer in enumerate(layers):
+        directory = tmp_path / f"saved-{number}"
+        directory.mkdir()
+        contract.check_keras_saving(layer, texts, directory)

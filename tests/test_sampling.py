@@ -624,3 +624,60 @@ def test_hugging_face_bpe_dropout_in_lines_and_offsets(hugging_face_bpe):
         assert b"".join(layer._segmenter.token_bytes[i] for i in row) == data, text
         for i, start, end in zip(row, row_starts, row_ends):
             assert layer._segmenter.token_bytes[i] in data[start:end], text
+
+
+# Hugging Face's unigram sampling (`Unigram(alpha=...)`, `Lattice::sample`): its forward pass scales the
+# paths before each piece by alpha too, so its draws are not SentencePiece's unless alpha is 1.
+def hugging_face_unigram_sampling(text, scores, alpha):
+    """The chance of each segmentation of `text` (every character a piece of `scores`) under Hugging
+    Face's sampler, by hand: the forward sums, then the product of the walk back's draws."""
+    forward = [0.0]
+    for end in range(1, len(text) + 1):
+        terms = [alpha * (scores[text[s:end]] + forward[s]) for s in range(end) if text[s:end] in scores]
+        top = max(terms)
+        forward.append(top + math.log(sum(math.exp(t - top) for t in terms)))
+    chances = {}
+    for pieces, _ in segmentations(text, scores):
+        chance, end = 1.0, len(text)
+        for piece in reversed(pieces):
+            weights = {
+                s: math.exp(forward[s] + alpha * scores[text[s:end]]) for s in range(end) if text[s:end] in scores
+            }
+            chance *= weights[end - len(piece)] / sum(weights.values())
+            end -= len(piece)
+        chances[pieces] = chance
+    return chances
+
+
+def hugging_face_unigram_draws(pieces, text, alpha, nbest_size=None, draws=DRAWS):
+    import tokenizers
+
+    model = tokenizers.models.Unigram(pieces, 0, False, alpha=alpha, nbest_size=nbest_size)
+    tokenizer = tokenizers.Tokenizer(model)
+    return collections.Counter(tuple(e.tokens) for e in tokenizer.encode_batch([text] * draws))
+
+
+@pytest.mark.parametrize("alpha, nbest_size", [(0.5, None), (2.0, None), (0.5, 3)])
+def test_hugging_face_unigram_sampling_follows_the_exact_probabilities_and_its_sampler(alpha, nbest_size):
+    pytest.importorskip("tokenizers")
+    from tfsubword.layers.huggingface_models import HuggingFaceUnigram
+
+    pieces = [piece for piece, _ in TINY]
+    layer = HuggingFaceUnigram(
+        pieces, scores=[score for _, score in TINY], unknown_id=0, alpha=alpha, nbest_size=nbest_size, seed=9
+    )
+    ours = drawn(layer, "▁the")
+    scores = dict(TINY[1:])
+    if nbest_size is None:
+        assert fits(ours, hugging_face_unigram_sampling("▁the", scores, alpha)) > 0.001
+        if alpha < 1:  # SentencePiece's law is another (at 2.0 both put nearly all on "▁the")
+            assert fits(ours, exact("▁the", scores, alpha)) < 0.001
+    else:
+        assert fits(ours, exact("▁the", scores, alpha, nbest_size)) > 0.001
+    assert same_law(ours, hugging_face_unigram_draws(TINY, "▁the", alpha, nbest_size)) > 0.001
+    if alpha < 1:  # (at 2.0 nearly every draw is "▁the", whatever the law)
+        assert same_law(ours, hugging_face_unigram_draws(TINY, "▁the", alpha * 1.5, nbest_size)) < 0.001
+    restored = HuggingFaceUnigram.from_config(layer.get_config())
+    assert (restored.alpha, restored.nbest_size, restored.seed) == (alpha, nbest_size, 9)
+    with pytest.raises(NotImplementedError, match="offsets of sampled segmentations"):
+        layer.tokenize_with_offsets(["▁the"], training=True)

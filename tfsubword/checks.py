@@ -29,6 +29,15 @@ def integer(name, value, minimum=1, optional=False):
     return int(value)
 
 
+def nonnegative(name, value, optional=False, valid="a finite number >= 0"):
+    """`value` as a float if it is a finite number of at least 0 (or None, when `optional`)."""
+    if optional and value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < float("inf"):
+        raise invalid(name, value, valid + (" or None" if optional else ""))
+    return float(value)
+
+
 def probability(name, value, optional=False):
     """`value` as a float if it is a number in [0, 1] (or None, when `optional`)."""
     if optional and value is None:

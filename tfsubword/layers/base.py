@@ -213,7 +213,7 @@ class TokenizerLayer(keras.layers.Layer):
 
     def _sample_with_offsets(self, strings, seed):
         """`_tokenize_strings_with_offsets` with a sampled segmentation."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not give offsets of sampled segmentations yet.")
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, inputs):

@@ -32,7 +32,9 @@ _SIDES = ("right", "left")
 _HALVES_FROM = 256
 
 
-def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=True, dropout=None, seed=None):
+def from_huggingface(
+    path_or_json, *, sequence_length=None, add_special_tokens=True, dropout=None, alpha=None, nbest_size=None, seed=None
+):
     """A Keras layer that encodes text exactly as a Hugging Face `tokenizer.json` does.
 
     Its ids equal `tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=...).ids`,
@@ -67,6 +69,9 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
             `model.fit` calls the layer), as Hugging Face's `BPE(dropout=...)` samples (see
             `BPELayer`). None (the default): the file's `dropout`, which Hugging Face applies at every
             call and this layer only in training; 0: none. Other models raise `ValueError` for it.
+        alpha, nbest_size: for Unigram files: sampling in training as Hugging Face's
+            `Unigram(alpha=..., nbest_size=...)` samples (see `HuggingFaceUnigram`; `tokenizer.json`
+            does not hold them). Other models raise `ValueError` for them.
         seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
 
     Returns:
@@ -78,12 +83,18 @@ def from_huggingface(path_or_json, *, sequence_length=None, add_special_tokens=T
     spec = file_lib.read_tokenizer_json(path_or_json)
     if spec.layer != "BPELayer" and dropout is not None:
         raise ValueError(f"`dropout` is BPE-dropout; this file's model is not BPE. Received: dropout={dropout}.")
+    if spec.layer != "HuggingFaceUnigram" and (alpha, nbest_size) != (None, None):
+        raise ValueError(
+            f"`alpha` and `nbest_size` sample a Unigram model; this file's is not one. Received: alpha={alpha}, "
+            f"nbest_size={nbest_size}."
+        )
     if spec.layer == "WordPieceLayer":
         tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
     elif spec.layer == "HuggingFaceWordPiece":
         tokenizer = HuggingFaceWordPiece(spec.vocabulary, name="model", **spec.options)
     elif spec.layer == "HuggingFaceUnigram":
-        tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options)
+        options = {"alpha": alpha, "nbest_size": nbest_size, "seed": seed}
+        tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options, **options)
     else:
         options = {**spec.options, "seed": seed}
         if dropout is not None:
@@ -270,9 +281,6 @@ class HuggingFaceTokenizer(TokenizerLayer):
     def _sample(self, strings, seed):
         return self._tokenize_strings(strings, seed)
 
-    def _sample_with_offsets(self, strings, seed):
-        return self._tokenize_strings_with_offsets(strings)
-
     def _tokenize_strings(self, strings, seed=None):
         """With `seed` (int32 `[2]`), the model's segmentations are sampled (`BPELayer`'s dropout)."""
         raw = self._splitters[0]
@@ -318,7 +326,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
                 prepended = _prepended(texts, replacement)
                 texts = prepended if step["prepend_scheme"] == "always" else tf.where(first, prepended, texts)
             if isinstance(self.tokenizer, HuggingFaceUnigram):
-                return self.tokenizer.tokenize_spaced(texts, replacement)
+                return self.tokenizer.tokenize_spaced(texts, replacement, seed)
             texts = tf.strings.regex_replace(texts, " ", decoders.rewrite(replacement))
         return model(texts)
 

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tfsubword import checks
 from tfsubword import graph_ops as ops
 from tfsubword.layers.base import TokenizerLayer
+from tfsubword.segment.sampling import MAX_NBEST_SIZE, LatticeSampler
 from tfsubword.segment.viterbi import Viterbi
 from tfsubword.segment.wordpiece import WordPiece
 
@@ -37,6 +38,12 @@ class HuggingFaceUnigram(TokenizerLayer):
         byte_fallback: bool. Runs of unknown pieces in a word become the pieces `<0x00>` to `<0xFF>`
             of their UTF-8 bytes (the unknown piece alone, written in the text, stays itself); all
             256 must be in the vocabulary. Defaults to False.
+        alpha, nbest_size: subword regularization with `training=True`, as Hugging Face's
+            `Unigram(alpha=..., nbest_size=...)` samples: `alpha` None or 0 (the default): none;
+            `nbest_size` None or 0: among all segmentations of each word (Hugging Face's forward pass,
+            which scales the paths before each piece by `alpha` too: see `sampling.LatticeSampler`),
+            1: none, k from 2 to 512: among the k best, in proportion to exp(alpha * score).
+        seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
         pad_token: str. Defaults to "<pad>".
         dtype: an integer dtype. Defaults to "int32".
     """
@@ -49,11 +56,19 @@ class HuggingFaceUnigram(TokenizerLayer):
         unknown_id=0,
         split_at=None,
         byte_fallback=False,
+        alpha=None,
+        nbest_size=None,
+        seed=None,
         pad_token="<pad>",
         dtype="int32",
         **kwargs,
     ):
         self.scores = [float(score) for score in scores]
+        self.alpha = checks.nonnegative("alpha", alpha, optional=True)
+        self.nbest_size = checks.integer("nbest_size", nbest_size, optional=True, minimum=0)
+        if nbest_size is not None and nbest_size > MAX_NBEST_SIZE:
+            raise checks.invalid("nbest_size", nbest_size, f"an int from 0 to {MAX_NBEST_SIZE}, or None")
+        self._init_sampling(bool(self.alpha) and self.nbest_size != 1, seed)
         self.byte_fallback = checks.boolean("byte_fallback", byte_fallback)
         self.unknown_id = checks.integer("unknown_id", unknown_id, minimum=0)
         if split_at is not None and (not isinstance(split_at, str) or len(split_at) != 1):
@@ -79,7 +94,8 @@ class HuggingFaceUnigram(TokenizerLayer):
         # Read in the lattice at id n: a character that starts no piece.
         path_scores = np.array(self.scores + [min(self.scores) - _UNKNOWN_PENALTY], np.float64)
         piece_chars = np.array([len(token) for token in tokens] + [1], np.int64)
-        self._segmenter = Viterbi(
+        self._sampler = None
+        segmenter = self._segmenter = Viterbi(
             [token for _, token in keys],
             [i for i, _ in keys],
             path_scores,
@@ -92,6 +108,9 @@ class HuggingFaceUnigram(TokenizerLayer):
             unknown_as=self.unknown_id,
             unknown_text=tokens[self.unknown_id],
         )
+        if self._samples():
+            nbest_size = self.nbest_size if self.nbest_size else -1
+            self._sampler = LatticeSampler(segmenter.lattice, path_scores, self.alpha, nbest_size, scaled_prefixes=True)
 
     def _unknown_token_id(self):
         return self.unknown_id
@@ -103,13 +122,20 @@ class HuggingFaceUnigram(TokenizerLayer):
         ids, splits = self._segmenter(*ops.decode_utf8(strings))
         return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
-    def tokenize_spaced(self, strings, replacement):
+    def _sample(self, strings, seed):
+        ids, splits = self._segmenter.sample(*ops.decode_utf8(strings), self._sampler, seed)
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def tokenize_spaced(self, strings, replacement, seed=None):
         """`tokenize` of `strings` with each space (U+0020) written as the character `replacement`, as
         `Metaspace` writes them: done on the decoded text, where a regex rewrite would cost a match
-        per space."""
+        per space. With `seed` (int32 `[2]`), sampled as `training=True` samples."""
         code_points, splits = ops.decode_utf8(strings)
         code_points = tf.where(code_points == ord(" "), ord(replacement), code_points)
-        ids, id_splits = self._segmenter(code_points, splits)
+        if seed is None:
+            ids, id_splits = self._segmenter(code_points, splits)
+        else:
+            ids, id_splits = self._segmenter.sample(code_points, splits, self._sampler, seed)
         return tf.RaggedTensor.from_row_splits(ids, id_splits, validate=False)
 
     def get_config(self):
@@ -120,6 +146,9 @@ class HuggingFaceUnigram(TokenizerLayer):
                 "unknown_id": self.unknown_id,
                 "split_at": self.split_at,
                 "byte_fallback": self.byte_fallback,
+                "alpha": self.alpha,
+                "nbest_size": self.nbest_size,
+                "seed": self.seed,
             }
         )
         return config

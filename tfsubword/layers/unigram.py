@@ -383,10 +383,8 @@ def _sampling_arguments(alpha, nbest_size):
     if nbest_size is not None and nbest_size > MAX_NBEST_SIZE:
         valid = f"-1 (all segmentations), 0 or 1 (none), or 2 to {MAX_NBEST_SIZE}"
         raise checks.invalid("nbest_size", nbest_size, valid)
-    if alpha is not None:
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha < float("inf"):
-            raise checks.invalid("alpha", alpha, "a finite number >= 0 (SentencePiece's default: 0.1)")
-        alpha = float(alpha)
+    default = "a finite number >= 0 (SentencePiece's default: 0.1)"
+    alpha = checks.nonnegative("alpha", alpha, optional=True, valid=default)
     if alpha is None and nbest_size is None:
         return None, None
     return (0.1 if alpha is None else alpha), (-1 if nbest_size is None else nbest_size)

@@ -26,11 +26,18 @@ class LatticeSampler(tf.Module):
     """Draws paths through rows of code points from `lattice` (`lattice.Lattice`), whose pieces score
     `path_scores` (one per id), scaled by `alpha`, among all paths (`nbest_size=-1`) or the
     `nbest_size` best. `cuts`: a function of (code points, row splits) -> bool, the places every
-    path passes through (a row's start at least); None: row starts only."""
+    path passes through (a row's start at least); None: row starts only.
 
-    def __init__(self, lattice, path_scores, alpha, nbest_size, cuts=None, name=None):
+    `scaled_prefixes`: Hugging Face's sampler (`Lattice::sample`), whose forward pass scales the sum
+    of the paths before each piece by `alpha` too, `F(end) = logsumexp(alpha * (score + F(start)))`,
+    while its walk back draws as SentencePiece's does, in proportion to `exp(F(start) + alpha *
+    score)`. With alpha 1 the two agree; otherwise a path's chance is the product of those draws, and
+    a row's draws depend on all of it (there are no cuts)."""
+
+    def __init__(self, lattice, path_scores, alpha, nbest_size, cuts=None, scaled_prefixes=False, name=None):
         super().__init__(name=name)
         self.lattice = lattice
+        self._prefix_scale = float(alpha) if scaled_prefixes else 1.0
         self.nbest_size = int(nbest_size)
         self.alpha = float(alpha)
         self._cuts = cuts
@@ -153,6 +160,8 @@ class LatticeSampler(tf.Module):
             newest = tf.reduce_logsumexp(totals, axis=0)
             # The chance of each piece given that a path reaches here, cumulated over the block's rows.
             cumulative = tf.cumsum(tf.exp(totals - newest), axis=0)
+            if self._prefix_scale != 1.0:
+                newest = tf.reduce_logsumexp(self._prefix_scale * recent + block, axis=0)
             return newest, [tf.reshape(tf.transpose(cumulative), [-1])]
 
         (cumulative,) = self._forward(layout, [], step, tf.constant(0.0), [tf.float32])

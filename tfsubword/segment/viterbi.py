@@ -103,6 +103,20 @@ class Viterbi(tf.Module):
                 ids, id_splits = self._segment_pool(distinct_words, occurrences, word_splits, word_lines, merge)
         return ids, id_splits
 
+    def sample(self, code_points, splits, sampler, seed):
+        """`__call__` of Hugging Face's words (`words_alone`), each occurrence's path drawn by `sampler`
+        (a `sampling.LatticeSampler` of this lattice) with `seed` (int32 `[2]`), whole: its draws
+        depend on the whole word."""
+        starts, word_splits = word_starts(code_points, splits, -1 if self.space is None else self.space)
+        bounds = tf.concat([starts, [tf.size(code_points, out_type=tf.int64)]], axis=0)
+        if sampler.nbest_size < 0:  # forward once per distinct word, each occurrence walks back
+            unique, occurrence = words_lib.distinct(ops.encode_utf8(code_points, bounds))
+            ids, id_splits, code_points = sampler.draw_occurrences(*ops.decode_utf8(unique), occurrence, seed)
+        else:
+            ids, id_splits = sampler(code_points, bounds, seed)
+        ids, id_splits = self._unknowns(ids, id_splits, code_points)
+        return ids, ops.take(id_splits, word_splits)
+
     def segment_words(self, words, word_splits, word_lines, occurrences, merge=True, distinct=False):
         """Words without their leading `▁`, as `SentencePieceNormalizer.word_pool` gives them: the
         words of the lines are `words[occurrences]` (int64), grouped into lines by `word_splits` (and
