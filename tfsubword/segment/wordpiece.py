@@ -106,7 +106,28 @@ class WordPiece(tf.Module):
 
     def sample_occurrences(self, values, splits, occurrence, dropout, seed, spans=False):
         """`sample` of the words `occurrence` (int64) among words given as code points (`values`) and
-        row splits: the result has one row per occurrence (spans in the occurrences' characters)."""
+        row splits: the result has one row per occurrence (spans in the occurrences' characters).
+
+        Without `spans`, an occurrence of a word that is a token (`whole_words`: the longest match at
+        its start) draws for that token first: kept (always, when it is one character), the word is
+        the token; skipped, the word walks with that match skipped. Most occurrences so skip the walk."""
+        if spans:
+            return self._walk_occurrences(values, splits, occurrence, dropout, seed, spans=True)
+        whole_seed, walk_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        whole_ids = ops.take(self.whole_words.lookup(ops.encode_utf8(values, splits)), occurrence)
+        one_character = ops.take(splits[1:] - splits[:-1], occurrence) == 1
+        drawn = tf.random.stateless_uniform(tf.shape(occurrence), whole_seed)
+        walking = (whole_ids < 0) | ((drawn < dropout) & ~one_character)
+        going = ops.indices_where(walking)
+        skipped = ops.take(whole_ids >= 0, going)
+        ids, id_splits = self._walk_occurrences(
+            values, splits, ops.take(occurrence, going), dropout, walk_seed, skipped
+        )
+        return ops.substitute_rows(whole_ids, walking, ids, id_splits)
+
+    def _walk_occurrences(self, values, splits, occurrence, dropout, seed, skipped=None, spans=False):
+        """`sample_occurrences` by walks only; `skipped` (bool, one per occurrence): the match that
+        spans the whole word is skipped."""
         _, _, start_nodes, limits = self._starts(values, splits)
         origins, keys = self._trie.matches(values, start_nodes, limits)
         order = tf.argsort(origins, stable=True)
@@ -115,10 +136,15 @@ class WordPiece(tf.Module):
         at, splits = ops.gather_rows(tf.range(tf.size(values, out_type=tf.int64)), splits, occurrence)
         code_points = ops.take(values, at)
         keys, key_splits = ops.gather_rows(keys, key_splits, at)
-        lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
-        kept = ops.indices_where((tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1))
-        ends, ids = trie.longest_of(ops.take(ops.row_ids(key_splits), kept), ops.take(keys, kept), tf.size(code_points))
         rows, first, _, limits = self._starts(code_points, splits)
+        lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
+        kept = (tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1)
+        position = ops.row_ids(key_splits)
+        if skipped is not None:
+            whole = lengths == tf.cast(ops.take(limits, position), lengths.dtype) - tf.cast(position, lengths.dtype)
+            kept &= ~(whole & ops.take(first & ops.take(skipped, rows), position))
+        kept = ops.indices_where(kept)
+        ends, ids = trie.longest_of(ops.take(position, kept), ops.take(keys, kept), tf.size(code_points))
         return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
 
     def _greedy_path(self, splits, rows, first, limits, ends, ids, spans):
