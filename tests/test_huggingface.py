@@ -973,9 +973,9 @@ def test_bpe_files_sample_in_training_only_quick():
     tokenizers = tokenizers_module()
     layer = from_huggingface(edited("gpt2", set_path(["model", "dropout"], 0.5)), seed=3)
     lines = ["Hello world, this is it.", " schoolmaster", ""]
-    assert layer(lines).to_list() == from_huggingface(family_json("gpt2"))(lines).to_list()
-    drawn = {tuple(row) for row in layer([" schoolmaster"] * 200, training=True).to_list()}
     reference = tokenizers.Tokenizer.from_str(family_json("gpt2"))
+    assert layer(lines).to_list() == [encoding.ids for encoding in reference.encode_batch(lines)]
+    drawn = {tuple(row) for row in layer([" schoolmaster"] * 200, training=True).to_list()}
     assert len(drawn) > 5
     assert {reference.decode(list(row)) for row in drawn} == {" schoolmaster"}
     off = from_huggingface(family_json("gpt2"), dropout=0)
@@ -1007,7 +1007,19 @@ def test_bpe_files_sample_with_their_dropout_in_training_only(family, text):
         from_huggingface(family_json("bert-uncased"), dropout=0.1)
 
 
-@pytest.mark.parametrize("family", ["t5", pytest.param("unigram-words", marks=pytest.mark.full)])
+def test_unigram_files_sample_in_training_only_quick():
+    tokenizers = tokenizers_module()
+    text = "the schoolmaster's unaffable Rascal"
+    layer = from_huggingface(family_json("t5"), alpha=0.3, seed=5)
+    reference = tokenizers.Tokenizer.from_str(family_json("t5"))
+    assert layer([text]).to_list() == [reference.encode(text).ids]
+    drawn = {tuple(row) for row in layer([text] * 200, training=True).to_list()}
+    assert len(drawn) > 20
+    assert {reference.decode(list(row)) for row in drawn} == {reference.decode(reference.encode(text).ids)}
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("family", ["t5", "unigram-words"])
 def test_unigram_files_sample_as_hugging_face_in_training_only(family):
     """`from_huggingface(..., alpha=)` on a Unigram file (Metaspace, or words a pre-tokenizer cut)
     draws as Hugging Face's `Unigram(alpha=...)` on the same file; inference keeps the usual ids."""
