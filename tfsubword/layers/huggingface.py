@@ -282,7 +282,7 @@ class HuggingFaceTokenizer(TokenizerLayer):
         return self._tokenize_strings(strings, seed)
 
     def _tokenize_strings(self, strings, seed=None):
-        """With `seed` (int32 `[2]`), the model's segmentations are sampled (`BPELayer`'s dropout)."""
+        """With `seed` (int32 `[2]`), the model's segmentations are sampled, as its `training=True` draws them."""
         raw = self._splitters[0]
         between = functools.partial(self._between_raw_tokens, seed=seed)
         ids = (

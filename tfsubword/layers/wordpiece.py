@@ -195,7 +195,7 @@ class WordPieceLayer(TokenizerLayer):
 
     def _sample(self, strings, seed):
         # The distinct coarse words are normalized once each, as `_tokenize_strings` does; then each
-        # occurrence of each of their words is drawn on its own (none looked up whole).
+        # occurrence of each of their words is drawn on its own (`WordPiece.sample_occurrences`).
         coarse, occurrence, line_splits = words.split_distinct(strings, self._normalizer.coarse_split)
         normalized = self._normalizer.normalize_words(coarse)
         word_splits, char_splits = normalized.nested_row_splits
