@@ -5,8 +5,10 @@ pieces and scores (every segmentation of a short word, weighted by exp(alpha * i
 the references' own samplers (`sentencepiece`'s `encode(..., enable_sampling=True)`, Hugging Face's
 `BPE(dropout=...)` and `Unigram(alpha=...)`), by chi-square tests over 10,000 draws at p > 0.001 (a
 test of many texts holds its texts together at that level: `all_above`); the same tests, given a
-wrong alpha, n-best size or dropout, fail. Our draws and `sentencepiece`'s are seeded, so those tests
-give the same verdict on every run; Hugging Face's samplers take no seed.
+wrong alpha, n-best size or dropout, fail. Our draws are seeded. `sentencepiece`'s generator is
+seeded before each reference draw, yet its draws differ from process to process (CI saw it), and
+Hugging Face's samplers take no seed: tests against them can fail by chance, each with probability
+0.001 at most.
 """
 
 import collections
@@ -476,11 +478,12 @@ def test_bpe_dropout_follows_the_exact_probabilities_and_sentencepieces_sampler(
     layer = SentencePieceLayer(model, alpha=alpha, seed=12)
     pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
     scores = {piece: processor.get_score(i) for i, piece in enumerate(pieces) if len(piece) > 1}
+    p_values = {}
     for word in ("father", "school", "rascal"):
         ours = drawn(layer, word)
-        assert fits(ours, sentencepiece_bpe_dropout(["▁", *word], scores, alpha)) > 0.001, word
-        theirs = reference_draws(processor, word, alpha, -1)
-        assert same_law(ours, theirs) > 0.001, word
+        p_values[word, "exact"] = fits(ours, sentencepiece_bpe_dropout(["▁", *word], scores, alpha))
+        p_values[word, "sentencepiece"] = same_law(ours, reference_draws(processor, word, alpha, -1))
+    all_above(p_values)
     # And the tests tell a wrong alpha apart.
     assert fits(ours, sentencepiece_bpe_dropout(["▁", *word], scores, alpha * 1.3)) < 0.001
     assert same_law(ours, reference_draws(processor, word, alpha * 1.3, -1)) < 0.001
@@ -610,12 +613,14 @@ def test_hugging_face_bpe_dropout_matches_the_exact_probabilities_and_hugging_fa
     layer = BPELayer(tokens, merges, dropout=dropout, seed=6)
     ids = {token: i for i, token in enumerate(tokens)}
     ranks = {(ids[left], ids[right]): (k, ids[left + right]) for k, (left, right) in enumerate(merges)}
+    p_values = {}
     for word in ("father", " rascal", " unaffable"):
         ours = collections.Counter(tuple(row) for row in layer([word] * DRAWS, training=True).to_list())
         if len(word) <= 7:
             symbols = [ids[c] for c in byte_level_chars(word)]
-            assert fits(ours, hugging_face_bpe_dropout(symbols, ranks, dropout)) > 0.001, word
-        assert same_law(ours, hugging_face_draws(vocab, merges, dropout, word)) > 0.001, word
+            p_values[word, "exact"] = fits(ours, hugging_face_bpe_dropout(symbols, ranks, dropout))
+        p_values[word, "tokenizers"] = same_law(ours, hugging_face_draws(vocab, merges, dropout, word))
+    all_above(p_values)
     assert same_law(ours, hugging_face_draws(vocab, merges, dropout * 1.3, word)) < 0.001
 
 
@@ -688,12 +693,17 @@ def test_hugging_face_unigram_sampling_follows_the_exact_probabilities_and_its_s
     ours = drawn(layer, "▁the")
     scores = dict(TINY[1:])
     if nbest_size is None:
-        assert fits(ours, hugging_face_unigram_sampling("▁the", scores, alpha)) > 0.001
+        law = hugging_face_unigram_sampling("▁the", scores, alpha)
         if alpha < 1:  # SentencePiece's law is another (at 2.0 both put nearly all on "▁the")
             assert fits(ours, exact("▁the", scores, alpha)) < 0.001
     else:
-        assert fits(ours, exact("▁the", scores, alpha, nbest_size)) > 0.001
-    assert same_law(ours, hugging_face_unigram_draws(TINY, "▁the", alpha, nbest_size)) > 0.001
+        law = exact("▁the", scores, alpha, nbest_size)
+    all_above(
+        {
+            "exact": fits(ours, law),
+            "tokenizers": same_law(ours, hugging_face_unigram_draws(TINY, "▁the", alpha, nbest_size)),
+        }
+    )
     if alpha < 1:  # (at 2.0 nearly every draw is "▁the", whatever the law)
         assert same_law(ours, hugging_face_unigram_draws(TINY, "▁the", alpha * 1.5, nbest_size)) < 0.001
     restored = HuggingFaceUnigram.from_config(layer.get_config())
