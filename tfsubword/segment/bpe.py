@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables
+from tfsubword.segment import bpe_dropout
 from tfsubword.text import byte_level as byte_level_lib
 
 
@@ -200,19 +201,19 @@ class BytePairEncoding(tf.Module):
         return self._spans(words, self._merges.merge)
 
     def sample(self, words, dropout, seed):
-        """`segment` with Hugging Face's BPE-dropout (`Merges.merge_with_queue_dropout`): each of the
+        """`segment` with Hugging Face's BPE-dropout (`bpe_dropout.queue_dropout`): each of the
         `[k]` words drawn on its own with `seed` (int32 `[2]`). Hugging Face merges every word when it
         samples, `ignore_merges` or not."""
         symbols, rows, _ = self._initial_symbols(words)
-        ids, splits, _ = self._merges.merge_with_queue_dropout(
-            symbols, rows, tf.size(words, out_type=tf.int64), dropout, seed
+        ids, splits, _ = bpe_dropout.queue_dropout(
+            self._merges, symbols, rows, tf.size(words, out_type=tf.int64), dropout, seed
         )
         return ids, splits
 
     def sample_spans(self, words, dropout, seed):
         """`segment_spans` of a `sample`."""
         return self._spans(
-            words, lambda *merged, origins: self._merges.merge_with_queue_dropout(*merged, dropout, seed, origins)
+            words, lambda *merged, origins: bpe_dropout.queue_dropout(self._merges, *merged, dropout, seed, origins)
         )
 
     def _spans(self, words, merge):
@@ -296,6 +297,16 @@ def _pair_key(first, second):
     return first * (1 << 21) + second
 
 
+def rank_of(found):
+    """The rank of the merges of `Merges.lookup` values."""
+    return tf.bitwise.right_shift(found, 32)
+
+
+def made_by(found):
+    """The id each merge of `Merges.lookup` values makes."""
+    return tf.bitwise.bitwise_and(found, _SURE - 1)
+
+
 class Merges(tf.Module):
     """A merge table over `size` ids: `ranks` maps a pair of ids to (rank, merged id). Merges of equal
     rank are taken leftmost first, as merges of one rank."""
@@ -332,176 +343,14 @@ class Merges(tf.Module):
             shape_invariants=(vector, vector, [vector] * len(carried), [None] * len(finished), tf.TensorShape([])),
         )
         symbols, rows, *carried = (part.concat() for part in finished)
-        return self._gathered(symbols, rows, number_of_words, carried)
+        return self.gathered(symbols, rows, number_of_words, carried)
 
-    def merge_with_dropout(self, symbols, rows, number_of_words, dropout, seed):
-        """`merge` with SentencePiece's BPE-dropout: each time a word's leftmost pair of lowest rank
-        comes up it is skipped with probability `dropout` (and stays unmerged until one of its two
-        symbols changes); each word draws on its own, from `seed` (int32 `[2]`)."""
-        finished = [
-            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
-                0, tf.zeros([0], tf.int64)
-            )
-            for _ in range(2)
-        ]
-        size = tf.constant(self._size, tf.int64)
+    def lookup(self, left, right):
+        """The table's value for each pair of symbol ids (int64): -1 for no merge, else the merge's
+        rank and merged id (`rank_of`, `made_by`)."""
+        return self._merge_table.lookup(left * self._size + right)
 
-        def step(symbols, rows, skipped, finished, step):
-            count = tf.size(symbols, out_type=tf.int64)
-            found = self._merge_table.lookup(symbols[:-1] * size + symbols[1:])
-            mergeable = (found >= 0) & (rows[:-1] == rows[1:]) & ~skipped[:-1]
-            no_pair = tf.int64.max
-            key = tf.where(mergeable, tf.bitwise.right_shift(found, 32) * count + tf.range(count - 1), no_pair)
-            best = ops.take(tf.math.unsorted_segment_min(key, rows[:-1], number_of_words), rows)
-            chosen = mergeable & (key == best[:-1])
-            drawn = tf.random.stateless_uniform(
-                [number_of_words], tf.random.experimental.stateless_fold_in(seed, step), dtype=tf.float32
-            )
-            skip = chosen & (ops.take(drawn, rows[:-1]) < dropout)
-            merges = tf.concat([chosen & ~skip, [False]], axis=0)
-            merged_ids = tf.concat([tf.bitwise.bitwise_and(found, _SURE - 1), [0]], axis=0)
-            merged = tf.where(merges, merged_ids, symbols)
-            # A skipped pair stays skipped; the pairs around a new symbol are new.
-            skipped = (skipped | tf.concat([skip, [False]], axis=0)) & ~merges
-            skipped &= ~tf.concat([merges[1:], [False]], axis=0)
-            done = best == no_pair
-            going = ops.indices_where(~(tf.concat([[False], merges[:-1]], axis=0) | done))
-            done = ops.indices_where(done)
-            finished = [part.write(step, ops.take(t, done)) for part, t in zip(finished, (merged, rows))]
-            return (*(ops.take(t, going) for t in (merged, rows, skipped)), finished, step + 1)
-
-        vector = tf.TensorShape([None])
-        _, _, _, finished, _ = tf.while_loop(
-            lambda symbols, *_: tf.size(symbols) > 0,
-            step,
-            (symbols, rows, tf.zeros_like(symbols, tf.bool), finished, tf.constant(1)),
-            shape_invariants=(vector, vector, vector, [None, None], tf.TensorShape([])),
-        )
-        return self._gathered(*(part.concat() for part in finished), number_of_words)
-
-    def merge_with_queue_dropout(self, symbols, rows, number_of_words, dropout, seed, origins=None):
-        """`merge` with Hugging Face's BPE-dropout, each word on its own (its `BPE(dropout=...)`).
-
-        Hugging Face keeps a word's candidate merges in a priority queue (lowest rank, then leftmost).
-        Each pop draws: with probability `dropout` the entry is set aside; otherwise the entries set
-        aside go back into the queue, and the popped one merges if it still describes its pair (an
-        entry whose pair changed since it was pushed is stale and only spent). A merge pushes the new
-        pairs on either side. The word is done when the queue is empty, entries set aside or not.
-        Stale entries draw and bring the set-aside ones back as live ones do, so they are kept here
-        too: a step pops one entry of every word. Symbols stay in place, merged ones marked dead, with
-        links to the live neighbours. Draws come from `seed` (int32 `[2]`) and the step. With
-        `origins` (int64, one per symbol), also the origin of each token's first symbol."""
-        size = tf.constant(self._size, tf.int64)
-        low_bits = tf.constant(_SURE - 1, tf.int64)
-        count = tf.size(symbols, out_type=tf.int64)
-        index = tf.range(count)
-        # (Sliced: an empty word list has no pair, and no `[False]` either.)
-        inside = tf.concat([rows[:-1] == rows[1:], [False]], axis=0)[:count]
-        next_unit = tf.where(inside, index + 1, -1)
-        previous_unit = tf.where(tf.concat([[False], inside], axis=0)[:count], index - 1, -1)
-        found = self._merge_table.lookup(symbols[:-1] * size + symbols[1:])
-        first = ops.indices_where((found >= 0) & inside[:-1])
-        entries = (tf.bitwise.right_shift(ops.take(found, first), 32), first, ops.take(found, first) & low_bits)
-        origins = index if origins is None else origins
-        finished = [
-            tf.TensorArray(tf.int64, size=1, dynamic_size=True, infer_shape=False, element_shape=[None]).write(
-                0, tf.zeros([0], tf.int64)
-            )
-            for _ in range(3)
-        ]
-        no_key = tf.int64.max
-
-        def step(units, word_of, entries, aside, finished, step):
-            symbols, alive, next_unit, previous_unit, rows, origins = units
-            ranks, positions, made = entries
-            count, words = tf.size(symbols, out_type=tf.int64), tf.size(word_of, out_type=tf.int64)
-            number = tf.range(tf.size(ranks, out_type=tf.int64))
-            entry_rows = ops.take(rows, positions)
-            key = tf.where(aside, no_key, ranks * count + positions)
-            top = tf.math.unsorted_segment_min(key, entry_rows, words)
-            popped = tf.math.unsorted_segment_min(
-                tf.where(key == ops.take(top, entry_rows), number, no_key), entry_rows, words
-            )
-            has = top != no_key
-            drawn = tf.random.stateless_uniform(
-                [words], tf.random.experimental.stateless_fold_in(seed, step), dtype=tf.float32
-            )
-            kept = has & ~(drawn < dropout)
-            is_popped = number == ops.take(popped, entry_rows)
-            entry_kept = ops.take(kept, entry_rows)
-            aside = (aside & ~entry_kept) | (is_popped & ~entry_kept)
-            # The popped entry of a word that keeps it: is its pair still there? (Gathers read a value
-            # past the end where a word pops nothing.)
-            entry = tf.minimum(popped, tf.size(ranks, out_type=tf.int64))
-            at = tf.where(kept, ops.take(tf.concat([positions, [0]], axis=0), entry), count)
-            right = ops.take(tf.concat([next_unit, [-1]], axis=0), at)
-            padded = tf.concat([symbols, [0]], axis=0)
-            pair = self._merge_table.lookup(ops.take(padded, at) * size + ops.take(padded, tf.maximum(right, 0)))
-            wanted = ops.take(tf.concat([made, [-1]], axis=0), entry)
-            live = ops.take(tf.concat([alive, [False]], axis=0), at)
-            merges = kept & live & (right >= 0) & (pair >= 0) & ((pair & low_bits) == wanted)
-            left, right = tf.boolean_mask(at, merges), tf.boolean_mask(right, merges)
-            new = tf.boolean_mask(wanted, merges)
-            after = ops.take(next_unit, right)
-            before = ops.take(previous_unit, left)
-            symbols = tf.tensor_scatter_nd_update(symbols, left[:, None], new)
-            alive = tf.tensor_scatter_nd_update(alive, right[:, None], tf.zeros_like(right, tf.bool))
-            next_unit = tf.tensor_scatter_nd_update(next_unit, left[:, None], after)
-            linked = ops.indices_where(after >= 0)
-            previous_unit = tf.tensor_scatter_nd_update(
-                previous_unit, ops.take(after, linked)[:, None], ops.take(left, linked)
-            )
-            # The new pairs on either side of each merged symbol.
-            with_before = self._merge_table.lookup(ops.take(symbols, tf.maximum(before, 0)) * size + new)
-            with_after = self._merge_table.lookup(new * size + ops.take(symbols, tf.maximum(after, 0)))
-            pushed_before = ops.indices_where((before >= 0) & (with_before >= 0))
-            pushed_after = ops.indices_where((after >= 0) & (with_after >= 0))
-            spent = is_popped & entry_kept
-            stay = ops.indices_where(~spent & ops.take(has, entry_rows))
-            new_found = tf.concat([ops.take(with_before, pushed_before), ops.take(with_after, pushed_after)], axis=0)
-            ranks = tf.concat([ops.take(ranks, stay), tf.bitwise.right_shift(new_found, 32)], axis=0)
-            positions = tf.concat(
-                [ops.take(positions, stay), ops.take(before, pushed_before), ops.take(left, pushed_after)], axis=0
-            )
-            made = tf.concat([ops.take(made, stay), new_found & low_bits], axis=0)
-            aside = tf.concat([ops.take(aside, stay), tf.zeros_like(new_found, tf.bool)], axis=0)
-            # Words whose queue is empty leave: their live symbols are written out.
-            done = ~has
-            unit_done = ops.take(done, rows)
-            out = ops.indices_where(unit_done & alive)
-            originals = ops.take(word_of, rows)
-            finished = [part.write(step, ops.take(t, out)) for part, t in zip(finished, (symbols, originals, origins))]
-            going = ops.indices_where(~unit_done)
-            renumbered = tf.cumsum(tf.cast(~unit_done, tf.int64)) - 1
-            word_renumbered = tf.cumsum(tf.cast(~done, tf.int64)) - 1
-
-            def moved(links):
-                return tf.where(links >= 0, ops.take(renumbered, tf.maximum(links, 0)), -1)
-
-            units = (
-                ops.take(symbols, going),
-                ops.take(alive, going),
-                moved(ops.take(next_unit, going)),
-                moved(ops.take(previous_unit, going)),
-                ops.take(word_renumbered, ops.take(rows, going)),
-                ops.take(origins, going),
-            )
-            entries = (ranks, ops.take(renumbered, positions), made)
-            return units, ops.take(word_of, ops.indices_where(~done)), entries, aside, finished, step + 1
-
-        vector = tf.TensorShape([None])
-        units = (symbols, tf.ones_like(symbols, tf.bool), next_unit, previous_unit, rows, origins)
-        words = tf.range(number_of_words)
-        _, _, _, _, finished, _ = tf.while_loop(
-            lambda units, word_of, *_: tf.size(word_of) > 0,
-            step,
-            (units, words, entries, tf.zeros_like(entries[0], tf.bool), finished, tf.constant(1)),
-            shape_invariants=((vector,) * 6, vector, (vector,) * 3, vector, [None] * 3, tf.TensorShape([])),
-        )
-        symbols, rows, origins = (part.concat() for part in finished)
-        return self._gathered(symbols, rows, number_of_words, [origins])
-
-    def _gathered(self, symbols, rows, number_of_words, carried=()):
+    def gathered(self, symbols, rows, number_of_words, carried=()):
         """The symbols of words that left the merge loop whole, each in one step (one run of them), in
         the order of the words: (ids int32, row splits int64, and each of `carried` in that order)."""
         positions = tf.range(tf.size(rows, out_type=tf.int64))

@@ -18,7 +18,7 @@ import tensorflow as tf
 from tfsubword import graph_ops as ops
 from tfsubword import tables, trie, words
 from tfsubword.files import sentencepiece_model as spm_model
-from tfsubword.segment import bpe, unknowns
+from tfsubword.segment import bpe, bpe_dropout, unknowns
 
 # The key prefix of user-defined symbols among the units (`_by_units`): a byte UTF-8 never holds.
 _FROZEN = b"\xff"
@@ -94,7 +94,9 @@ class SentencePieceBPE(tf.Module):
         symbols = tf.where(frozen >= 0, tf.cast(frozen, tf.int64), self._symbols(values))
         unit_bounds = tf.concat([row_starts, [tf.size(kept, out_type=tf.int64)]], axis=0)
         n_units = tf.size(row_starts, out_type=tf.int64)
-        ids, unit_splits = self._merges.merge_with_dropout(symbols, ops.row_ids(unit_bounds), n_units, dropout, seed)
+        ids, unit_splits = bpe_dropout.sentencepiece_dropout(
+            self._merges, symbols, ops.row_ids(unit_bounds), n_units, dropout, seed
+        )
         return self._finish(ids, ops.take(unit_splits, rows_of_texts), code_points, merge)
 
     def _finish(self, ids, id_splits, code_points, merge):
