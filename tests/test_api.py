@@ -87,6 +87,7 @@ def run_command_line(*arguments):
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.full
 def test_command_line_prints_only_its_own_output(tmp_path):
     (tmp_path / "tokens.txt").write_text("[PAD]\n[UNK]\nthe\nfox\n", encoding="utf-8")
     tokenized = run_command_line("tokenize", "--vocab", tmp_path / "tokens.txt", "The fox")

@@ -72,6 +72,7 @@ def test_golden_values_by_hand():
     assert got == ["\u00e9x", "A", "\u1100\u1161", "\u304b\u309b", "plain", ""]
 
 
+@pytest.mark.full  # the nmt_nfkc rules take seconds to build
 def test_texts_made_only_of_joining_characters():
     """No character in the batch but ones that join the one before (hypothesis found '🏻' crashing
     a lookup of the last other character, of which there was none)."""
@@ -89,6 +90,10 @@ def test_keys_that_become_spaces():
     got = [t.decode("utf-8") for t in normalize(tf.constant(texts)).numpy()]
     assert got == ["a b c", " x", "  ", "A b", "plain", " "]
     check(rules, texts)
+
+
+@pytest.mark.full  # the nmt_nfkc rules take seconds to build
+def test_random_runs_of_keys_that_become_spaces_under_nmt_nfkc():
     rng = random.Random(7)
     sample = list("a \t\n\r\u00a0\u3000\u2581\ufeff\ufffd\u0301\u200d\uff21")
     weights = [6, 3, 3, 2, 1, 2, 2, 1, 1, 1, 1, 1, 1]

@@ -150,7 +150,7 @@ def built(make, sequence_length):
         pytest.param(unigram_model_file, None, marks=pytest.mark.full),
         pytest.param(unigram_model_file, 5, marks=pytest.mark.full),
         pytest.param(unigram, None, marks=pytest.mark.full),
-        (unigram, 5),
+        pytest.param(unigram, 5, marks=pytest.mark.full),  # traced and served in the quick tier below
     ],
     ids=lambda value: getattr(value, "__name__", str(value)),
 )
@@ -161,7 +161,9 @@ def test_calls_and_keras_saving_agree(make, sequence_length, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "inputs", [(TEXTS, TEXTS[::-1]), pytest.param(TEXTS, marks=pytest.mark.full)], ids=["pair", "single"]
+    "inputs",
+    [pytest.param(inputs, marks=pytest.mark.full) for inputs in ((TEXTS, TEXTS[::-1]), TEXTS)],
+    ids=["pair", "single"],
 )
 def test_bert_preprocessor_calls_and_saving_agree(inputs, tmp_path):
     layer = built(bert, None)

@@ -336,7 +336,7 @@ def layer_of(model, sequence_length):
 
 
 @pytest.mark.xdist_group("test_sentencepiece_layer:layer_of")
-@pytest.mark.parametrize("sequence_length", [None, 7])
+@pytest.mark.parametrize("sequence_length", [pytest.param(None, marks=pytest.mark.full), 7])
 def test_calls_and_keras_saving_agree(sequence_length, tmp_path):
     layer = layer_of("llama2_style", sequence_length)
     contract.check_calls_agree(layer, TEXTS)

@@ -250,6 +250,7 @@ def test_symbolic_ragged_output():
     assert keras.Model(inputs, outputs)(tf.constant(["the fox"])).to_list() == [ids("the", "fox")]
 
 
+@pytest.mark.full  # the quick tier traces the layer in tests/test_layer_contract.py
 def test_inside_tf_function(layer):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def encode(texts):
