@@ -162,7 +162,7 @@ def gather_rows(values, row_splits, indices):
     return gathered, splits
 
 
-def ragged_in_halves(ragged_of, rows, from_rows=_HALVES_FROM_ROWS):
+def ragged_in_halves(ragged_of, rows, from_rows=_HALVES_FROM_ROWS, seed=None):
     """`ragged_of(rows)` as two calls, on the first and second half of `rows`, that run at once,
     from `from_rows` rows (fewer take one call: the pair costs a dozen ops more, which a short
     text's call feels; None: always two, without the conditional).
@@ -170,19 +170,22 @@ def ragged_in_halves(ragged_of, rows, from_rows=_HALVES_FROM_ROWS):
     `ragged_of` maps a vector to a ragged tensor with one row per element, as value tensors
     followed by row splits (int64); the halves' are joined into the same result. One such op
     (`RaggedGather`, `UnicodeDecode`) runs on one thread: over a batch's tens of thousands of rows
-    it is a stretch of milliseconds with a core idle, which halves shorten.
+    it is a stretch of milliseconds with a core idle, which halves shorten. With a `seed` (int32
+    `[2]`), `ragged_of(rows, seed)` draws at random: each half gets a seed of its own.
     """
+    with_seed = (lambda part, seed: ragged_of(part)) if seed is None else ragged_of
+    seeds = (None, None) if seed is None else tf.unstack(tf.random.experimental.stateless_split(seed, 2))
 
     def in_halves():
         half = tf.size(rows) // 2
-        *first, first_splits = ragged_of(rows[:half])
-        *second, second_splits = ragged_of(rows[half:])
+        *first, first_splits = with_seed(rows[:half], seeds[0])
+        *second, second_splits = with_seed(rows[half:], seeds[1])
         values = [tf.concat([a, b], axis=0) for a, b in zip(first, second)]
         return (*values, tf.concat([first_splits, first_splits[-1] + second_splits[1:]], axis=0))
 
     if from_rows is None:
         return in_halves()
-    return rare_cond(tf.size(rows) >= from_rows, in_halves, lambda: tuple(ragged_of(rows)))
+    return rare_cond(tf.size(rows) >= from_rows, in_halves, lambda: tuple(with_seed(rows, seed)))
 
 
 def strings_in_halves(function, strings, from_size):

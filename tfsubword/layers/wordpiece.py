@@ -13,6 +13,9 @@ from tfsubword.text.bert import BertNormalizer
 # Batches of at most this many bytes are normalized and pieced as whole texts: finding the distinct
 # coarse words of a few dozen short lines and looking those up first takes more ops than it saves.
 _WHOLE_TEXTS_AT_MOST = 8192
+# From this many texts, a sampled call draws for each half of them at once, on two threads (most ops
+# run on one): a draw per occurrence leaves no distinct-word work to share between the halves.
+_SAMPLED_IN_HALVES_FROM = 256
 
 
 # What `adapt` passes on to `train_wordpiece`; the normalization, tokens and size are the layer's.
@@ -194,19 +197,29 @@ class WordPieceLayer(TokenizerLayer):
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
     def _sample(self, strings, seed):
-        # The distinct coarse words are normalized once each, as `_tokenize_strings` does; then each
-        # occurrence of each of their words is drawn on its own (`WordPiece.sample_occurrences`).
+        ids, splits = ops.ragged_in_halves(self._sample_texts, strings, _SAMPLED_IN_HALVES_FROM, seed)
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def _sample_texts(self, strings, seed):
+        """`_sample` as (ids, row splits)."""
+        # As `_tokenize_strings` does, the distinct coarse words that are tokens are their own
+        # normalized word, and the others are normalized once each; then each occurrence of each of
+        # their words is drawn on its own (`WordPiece.sample_occurrences`).
         coarse, occurrence, line_splits = words.split_distinct(strings, self._normalizer.coarse_split)
-        normalized = self._normalizer.normalize_words(coarse)
+        missed = self._segmenter.whole_words.lookup(coarse) < 0
+        token_values, token_splits = ops.decode_utf8(ops.take(coarse, ops.indices_where(~missed)))
+        normalized = self._normalizer.normalize_words(ops.take(coarse, ops.indices_where(missed)))
         word_splits, char_splits = normalized.nested_row_splits
-        word, occurrence_splits = ops.gather_rows(
-            tf.range(tf.size(char_splits, out_type=tf.int64) - 1), word_splits, occurrence
-        )
-        ids, piece_splits = self._segmenter.sample_occurrences(
-            normalized.flat_values, char_splits, word, self.dropout, seed
-        )
-        piece_splits = ops.take(ops.take(piece_splits, occurrence_splits), line_splits)
-        return tf.RaggedTensor.from_row_splits(ids, piece_splits, validate=False)
+        # Words: the tokens', then the normalized ones; each coarse word's words among them.
+        n_tokens = tf.size(token_splits, out_type=tf.int64) - 1
+        values = tf.concat([token_values, normalized.flat_values], axis=0)
+        char_splits = tf.concat([token_splits, token_splits[-1] + char_splits[1:]], axis=0)
+        normalized_words = n_tokens + tf.range(word_splits[-1])
+        token_word = tf.cumsum(tf.cast(~missed, tf.int64), exclusive=True)
+        word, word_splits = ops.substitute_rows(token_word, missed, normalized_words, word_splits)
+        word, occurrence_splits = ops.gather_rows(word, word_splits, occurrence)
+        ids, piece_splits = self._segmenter.sample_occurrences(values, char_splits, word, self.dropout, seed)
+        return ids, ops.take(ops.take(piece_splits, occurrence_splits), line_splits)
 
     def _sample_with_offsets(self, strings, seed):
         sample = lambda *words: self._segmenter.sample(*words, self.dropout, seed, spans=True)  # noqa: E731

@@ -77,7 +77,7 @@ class WordPiece(tf.Module):
             lambda: self._longest_by_lookup(code_points, splits, rows, first, lengths),
             lambda: self._trie.longest_matches(code_points, start_nodes, limits),
         )
-        return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
+        return self._greedy_path(splits, rows, first, limits, ends, ids, spans)[:2]
 
     def _starts(self, code_points, splits):
         """Each position's word (int64), whether it starts its word, the node its walks start from
@@ -108,28 +108,59 @@ class WordPiece(tf.Module):
         """`sample` of the words `occurrence` (int64) among words given as code points (`values`) and
         row splits: the result has one row per occurrence (spans in the occurrences' characters).
 
-        Without `spans`, an occurrence of a word that is a token (`whole_words`: the longest match at
-        its start) draws for that token first: kept (always, when it is one character), the word is
-        the token; skipped, the word walks with that match skipped. Most occurrences so skip the walk."""
+        Without `spans`, most occurrences take their word's greedy segmentation, found once per
+        word: an occurrence differs from it only if some step of the greedy path skips its match,
+        each of the path's m matches longer than one character with probability `dropout`. So each
+        occurrence draws how many of those it keeps before the first skip (geometric); one that
+        keeps all m is the greedy segmentation, the others walk with those draws fixed."""
         if spans:
             return self._walk_occurrences(values, splits, occurrence, dropout, seed, spans=True)
-        whole_seed, walk_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-        whole_ids = ops.take(self.whole_words.lookup(ops.encode_utf8(values, splits)), occurrence)
-        one_character = ops.take(splits[1:] - splits[:-1], occurrence) == 1
-        drawn = tf.random.stateless_uniform(tf.shape(occurrence), whole_seed)
-        walking = (whole_ids < 0) | ((drawn < dropout) & ~one_character)
+        keep_seed, walk_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        n_words = tf.size(splits, out_type=tf.int64) - 1
+        whole_ids = self.whole_words.lookup(ops.encode_utf8(values, splits))
+        # Kept before the first skip: k with probability (1 - dropout)^k dropout. (Compared as floats:
+        # with no dropout, infinity or NaN, with which no occurrence walks.)
+        drawn = tf.random.stateless_uniform(tf.shape(occurrence), keep_seed)
+        kept_first = tf.math.floor(tf.math.log1p(-drawn) / tf.math.log1p(-tf.cast(dropout, tf.float32)))
+        # A token's greedy path is itself: its words need no walk unless an occurrence skips it.
+        skipped_at_once = tf.math.unsorted_segment_max(tf.cast(kept_first < 1, tf.int32), occurrence, n_words) > 0
+        candidate = (whole_ids < 0) | (skipped_at_once & (splits[1:] - splits[:-1] > 1))
+        local = tf.cumsum(tf.cast(candidate, tf.int64), exclusive=True)
+        values, splits = ops.gather_rows(values, splits, ops.indices_where(candidate))
+        rows, first, start_nodes, limits = self._starts(values, splits)
+        matches = self._trie.matches(values, start_nodes, limits)
+        ends, ids = trie.longest_of(*matches, tf.size(values))
+        greedy_ids, greedy_splits, on_path = self._greedy_path(splits, rows, first, limits, ends, ids, spans)
+        # The path's matches a draw may skip, numbered within their word.
+        skippable = tf.cast(on_path & (ends - tf.range(tf.size(values)) > 1), tf.int64)
+        before = tf.cumsum(skippable, exclusive=True)
+        rank = before - ops.take(before, ops.take(splits, rows))
+        n_greedy = tf.size(splits, out_type=tf.int64) - 1
+        steps = tf.concat([tf.math.unsorted_segment_sum(skippable, rows, n_greedy), [0]], axis=0)
+        steps = ops.take(steps, tf.where(candidate, local, n_greedy))
+        walking = kept_first < tf.cast(ops.take(steps, occurrence), tf.float32)
         going = ops.indices_where(walking)
-        skipped = ops.take(whole_ids >= 0, going)
-        ids, id_splits = self._walk_occurrences(
-            values, splits, ops.take(occurrence, going), dropout, walk_seed, skipped
+        fixed = (tf.cast(ops.take(kept_first, going), tf.int64), skippable > 0, rank, ends)
+        walked_ids, walked_splits = self._walk_occurrences(
+            values, splits, ops.take(local, ops.take(occurrence, going)), dropout, walk_seed, fixed, matches
         )
-        return ops.substitute_rows(whole_ids, walking, ids, id_splits)
+        # Each occurrence reads one row of a table: every word's token, the greedy rows of the words
+        # that are no token, the walked occurrences' rows.
+        table_ids = tf.concat([whole_ids, greedy_ids, walked_ids], axis=0)
+        table_splits = tf.concat(
+            [tf.range(n_words), n_words + greedy_splits, n_words + greedy_splits[-1] + walked_splits[1:]], axis=0
+        )
+        row = tf.where(ops.take(whole_ids >= 0, occurrence), occurrence, n_words + ops.take(local, occurrence))
+        row = tf.where(walking, n_words + n_greedy + tf.cumsum(tf.cast(walking, tf.int64), exclusive=True), row)
+        return ops.gather_rows(table_ids, table_splits, row)
 
-    def _walk_occurrences(self, values, splits, occurrence, dropout, seed, skipped=None, spans=False):
-        """`sample_occurrences` by walks only; `skipped` (bool, one per occurrence): the match that
-        spans the whole word is skipped."""
+    def _walk_occurrences(self, values, splits, occurrence, dropout, seed, fixed=None, matches=None, spans=False):
+        """`sample_occurrences` by walks only. `matches`: the trie's matches in the words, if found.
+        `fixed`: the draws the occurrences made along their word's greedy path, as (the matches each
+        kept before skipping one, int64 per occurrence; whether each position's greedy match may be
+        skipped, its number among those of its word, and its end, per position of the words)."""
         _, _, start_nodes, limits = self._starts(values, splits)
-        origins, keys = self._trie.matches(values, start_nodes, limits)
+        origins, keys = matches or self._trie.matches(values, start_nodes, limits)
         order = tf.argsort(origins, stable=True)
         keys, key_splits = ops.take(keys, order), ops.splits_from_row_ids(ops.take(origins, order), tf.size(values))
         # Each position of every occurrence reads the matches of the same position of its word.
@@ -140,16 +171,22 @@ class WordPiece(tf.Module):
         lengths = tf.bitwise.right_shift(keys, trie.VALUE_BITS)
         kept = (tf.random.stateless_uniform(tf.shape(keys), seed) >= dropout) | (lengths == 1)
         position = ops.row_ids(key_splits)
-        if skipped is not None:
-            whole = lengths == tf.cast(ops.take(limits, position), lengths.dtype) - tf.cast(position, lengths.dtype)
-            kept &= ~(whole & ops.take(first & ops.take(skipped, rows), position))
+        if fixed is not None:
+            kept_first, skippable, rank, ends = fixed
+            word_position = ops.take(at, position)
+            greedy = ops.take(skippable, word_position) & (
+                lengths == tf.cast(ops.take(ends, word_position) - tf.cast(word_position, tf.int32), tf.int64)
+            )
+            drawn_rank = ops.take(rank, word_position) - ops.take(kept_first, ops.take(rows, position))
+            kept = tf.where(greedy & (drawn_rank <= 0), drawn_rank < 0, kept)
         kept = ops.indices_where(kept)
         ends, ids = trie.longest_of(ops.take(position, kept), ops.take(keys, kept), tf.size(code_points))
-        return self._greedy_path(splits, rows, first, limits, ends, ids, spans)
+        ids, id_splits, _ = self._greedy_path(splits, rows, first, limits, ends, ids, spans)
+        return ids, id_splits
 
     def _greedy_path(self, splits, rows, first, limits, ends, ids, spans):
         """`_match` from the token taken at each position (`ends` and `ids`, int32, -1 where none is),
-        with what `_starts` gives of the positions."""
+        with what `_starts` gives of the positions; and whether each position is on its word's path."""
         size = tf.size(ends)
         jumps = tf.where(ends < 0, size + 1, tf.where(ends >= limits, size, ends))
         on_path = trie.greedy_path(jumps, first, self._max_chars_per_word)
@@ -161,7 +198,7 @@ class WordPiece(tf.Module):
         if spans:
             piece_ends = ops.take(tf.where(failed, limits, ends), kept)
             ids = tf.stack([ids, tf.cast(kept, tf.int32), piece_ends], axis=1)
-        return ids, ops.splits_from_row_ids(ops.take(rows, kept), tf.cast(n_words, tf.int64))
+        return ids, ops.splits_from_row_ids(ops.take(rows, kept), tf.cast(n_words, tf.int64)), on_path
 
     def _longest_by_lookup(self, code_points, splits, rows, first, lengths):
         """`trie.Trie.longest_matches` for `_match`, by looking up every substring of up to `lengths`
