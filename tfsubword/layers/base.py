@@ -23,6 +23,9 @@ from tfsubword.files import vocab as vocab_lib
 _VOCABULARY_ASSET = "vocabulary.txt"
 # The encoders take a batch of strings: each is traced once per layer (see `graph_ops.Traced`).
 _STRINGS = [tf.TensorSpec([None], tf.string)]
+_SAMPLED = [*_STRINGS, tf.TensorSpec([2], tf.int32)]
+# From this many texts, sampled calls draw for two halves of them at once (`_sample_halves`).
+_SAMPLED_IN_HALVES_FROM = 256
 # `adapt` counts arrays and lists this many texts at a time, as the trainers count lines.
 _ADAPT_BATCH = 1024
 
@@ -200,12 +203,23 @@ class TokenizerLayer(keras.layers.Layer):
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
         seed = tf.cast(self._seeds().next(), tf.int32)
-        key, function = ("sampled offsets", self._sample_with_offsets) if offsets else ("sampled", self._sample)
-        result = self._traced(key, function, [*_STRINGS, tf.TensorSpec([2], tf.int32)], flat, seed)
+        key, function = ("sampled offsets", self._sample_with_offsets) if offsets else ("sampled", self._sample_halves)
+        result = self._traced(key, function, _SAMPLED, flat, seed)
         if not offsets:
             return restore(self._finish(result))
         ids, starts, ends = result
         return restore(self._finish(ids)), restore(self._pad(starts, 0)), restore(self._pad(ends, 0))
+
+    def _sample_halves(self, strings, seed):
+        """`_sample`; many texts in two halves drawn at once, each with a seed of its own: most ops run
+        on one thread, and draws per occurrence leave little work for the halves to share."""
+
+        def sample(texts, seed):
+            ids = self._sample(texts, seed)
+            return ids.values, ids.row_splits
+
+        ids, splits = ops.ragged_in_halves(sample, strings, _SAMPLED_IN_HALVES_FROM, seed)
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
 
     def _sample(self, strings, seed):
         """`_tokenize_strings` with a sampled segmentation drawn with `seed` (int32 `[2]`)."""

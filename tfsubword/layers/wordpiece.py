@@ -13,9 +13,6 @@ from tfsubword.text.bert import BertNormalizer
 # Batches of at most this many bytes are normalized and pieced as whole texts: finding the distinct
 # coarse words of a few dozen short lines and looking those up first takes more ops than it saves.
 _WHOLE_TEXTS_AT_MOST = 8192
-# From this many texts, a sampled call draws for each half of them at once, on two threads (most ops
-# run on one): a draw per occurrence leaves no distinct-word work to share between the halves.
-_SAMPLED_IN_HALVES_FROM = 256
 
 
 # What `adapt` passes on to `train_wordpiece`; the normalization, tokens and size are the layer's.
@@ -197,11 +194,6 @@ class WordPieceLayer(TokenizerLayer):
         return tuple(tf.RaggedTensor.from_row_splits(t, splits, validate=False) for t in (ids, starts, ends))
 
     def _sample(self, strings, seed):
-        ids, splits = ops.ragged_in_halves(self._sample_texts, strings, _SAMPLED_IN_HALVES_FROM, seed)
-        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
-
-    def _sample_texts(self, strings, seed):
-        """`_sample` as (ids, row splits)."""
         # As `_tokenize_strings` does, the distinct coarse words that are tokens are their own
         # normalized word, and the others are normalized once each; then each occurrence of each of
         # their words is drawn on its own (`WordPiece.sample_occurrences`).
@@ -219,7 +211,8 @@ class WordPieceLayer(TokenizerLayer):
         word, word_splits = ops.substitute_rows(token_word, missed, normalized_words, word_splits)
         word, occurrence_splits = ops.gather_rows(word, word_splits, occurrence)
         ids, piece_splits = self._segmenter.sample_occurrences(values, char_splits, word, self.dropout, seed)
-        return ids, ops.take(ops.take(piece_splits, occurrence_splits), line_splits)
+        piece_splits = ops.take(ops.take(piece_splits, occurrence_splits), line_splits)
+        return tf.RaggedTensor.from_row_splits(ids, piece_splits, validate=False)
 
     def _sample_with_offsets(self, strings, seed):
         sample = lambda *words: self._segmenter.sample(*words, self.dropout, seed, spans=True)  # noqa: E731

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables
-from tfsubword.segment import bpe_dropout
+from tfsubword.segment import bpe_dropout, first_skip
 from tfsubword.text import byte_level as byte_level_lib
 
 
@@ -131,6 +131,8 @@ class BytePairEncoding(tf.Module):
                 whole_keys.append(data)
                 whole_ids.append(index)
         self.whole_words = tables.hash_table(whole_keys, whole_ids, -1, tf.string, tf.int32)
+        # The words that merge into themselves (with `ignore_merges` unknown: sampled words all merge).
+        self._merged_whole = None if ignore_merges else self.whole_words
         self._merges = Merges(ranks, size)
         # Units are cut by the characters merged tokens spell: not with `ignore_merges` (a word that
         # is a token stands whole), nor when a merge takes the unknown or a byte token, which stand
@@ -203,12 +205,46 @@ class BytePairEncoding(tf.Module):
     def sample(self, words, dropout, seed):
         """`segment` with Hugging Face's BPE-dropout (`bpe_dropout.queue_dropout`): each of the
         `[k]` words drawn on its own with `seed` (int32 `[2]`). Hugging Face merges every word when it
-        samples, `ignore_merges` or not."""
-        symbols, rows, _ = self._initial_symbols(words)
-        ids, splits, _ = bpe_dropout.queue_dropout(
-            self._merges, symbols, rows, tf.size(words, out_type=tf.int64), dropout, seed
+        samples, `ignore_merges` or not.
+
+        An occurrence whose pops of entries that merge are all kept (entries whose pair is gone only
+        set aside or spent) ends as its word's merge: so each draws how many of its word's m merges
+        it keeps before the first skip (geometric), and only those that skip one run the queue, with
+        those draws fixed. The merges are found once per distinct word."""
+        keep_seed, queue_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        distinct, occurrence = tf.unique(words, out_idx=tf.int64)
+        number_of_words = tf.size(distinct, out_type=tf.int64)
+        # Words that merge into a token of their own take m = (their symbols - 1) merges; the others
+        # are merged here.
+        whole = tf.fill([number_of_words], -1) if self._merged_whole is None else self._merged_whole.lookup(distinct)
+        token = whole >= 0
+        merged = ops.indices_where(~token)
+        symbols, rows, _ = self._initial_symbols(ops.take(distinct, merged))
+        number_merged = tf.size(merged, out_type=tf.int64)
+        ids, splits = self._merges.merge(symbols, rows, number_merged)
+        symbol_splits = ops.splits_from_row_ids(rows, number_merged)
+        merges = (symbol_splits[1:] - symbol_splits[:-1]) - (splits[1:] - splits[:-1])
+        local = tf.where(token, number_merged, tf.cumsum(tf.cast(~token, tf.int64), exclusive=True))
+        units = tf.strings.length(distinct, unit="BYTE" if self._byte_level else "UTF8_CHAR")
+        merges = tf.where(token, tf.cast(units, tf.int64) - 1, ops.take(tf.concat([merges, [0]], axis=0), local))
+        kept_first = first_skip.kept_before_skip(tf.size(occurrence), dropout, keep_seed)
+        walking = kept_first < tf.cast(ops.take(merges, occurrence), tf.float32)
+        going = ops.indices_where(walking)
+        walked_symbols, walked_rows, _ = self._initial_symbols(ops.take(words, going))
+        walked_ids, walked_splits, _ = bpe_dropout.queue_dropout(
+            self._merges,
+            walked_symbols,
+            walked_rows,
+            tf.size(going, out_type=tf.int64),
+            dropout,
+            queue_seed,
+            first_skip=tf.cast(ops.take(kept_first, going), tf.int64),
         )
-        return ids, splits
+        # The others read their word's token, or its merge.
+        ids = tf.concat([whole, ids], axis=0)
+        splits = tf.concat([tf.range(number_of_words), number_of_words + splits], axis=0)
+        row = tf.where(ops.take(token, occurrence), occurrence, number_of_words + ops.take(local, occurrence))
+        return first_skip.greedy_or_walked(ids, splits, row, walking, walked_ids, walked_splits)
 
     def sample_spans(self, words, dropout, seed):
         """`segment_spans` of a `sample`."""

@@ -57,7 +57,7 @@ def sentencepiece_dropout(table, symbols, rows, number_of_words, dropout, seed):
     return table.gathered(*(part.concat() for part in finished), number_of_words)
 
 
-def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=None):
+def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=None, first_skip=None):
     """`Merges.merge` with Hugging Face's BPE-dropout, each word on its own (its `BPE(dropout=...)`).
 
     Hugging Face keeps a word's candidate merges in a priority queue (lowest rank, then leftmost).
@@ -68,7 +68,9 @@ def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=
     Stale entries draw and bring the set-aside ones back as live ones do, so they are kept here
     too: a step pops one entry of every word. Symbols stay in place, merged ones marked dead, with
     links to the live neighbours. Draws come from `seed` (int32 `[2]`) and the step. With
-    `origins` (int64, one per symbol), also the origin of each token's first symbol."""
+    `origins` (int64, one per symbol), also the origin of each token's first symbol. With
+    `first_skip` (int64, one per word, or -1), a word's first `first_skip` pops of entries that
+    merge are kept and the next such pop set aside, whatever the draws (see `sample_words`)."""
     count = tf.size(symbols, out_type=tf.int64)
     index = tf.range(count)
     # (Sliced: an empty word list has no pair, and no `[False]` either.)
@@ -87,8 +89,9 @@ def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=
     ]
     no_key = tf.int64.max
 
-    def step(units, word_of, entries, aside, finished, step):
+    def step(units, word_of, fixed, entries, aside, finished, step):
         symbols, alive, next_unit, previous_unit, rows, origins = units
+        first_skip, live_pops = fixed
         ranks, positions, made = entries
         count, words = tf.size(symbols, out_type=tf.int64), tf.size(word_of, out_type=tf.int64)
         number = tf.range(tf.size(ranks, out_type=tf.int64))
@@ -102,20 +105,23 @@ def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=
         drawn = tf.random.stateless_uniform(
             [words], tf.random.experimental.stateless_fold_in(seed, step), dtype=tf.float32
         )
-        kept = has & ~(drawn < dropout)
-        is_popped = number == ops.take(popped, entry_rows)
-        entry_kept = ops.take(kept, entry_rows)
-        aside = (aside & ~entry_kept) | (is_popped & ~entry_kept)
-        # The popped entry of a word that keeps it: is its pair still there? (Gathers read a value
-        # past the end where a word pops nothing.)
+        # The popped entry: is its pair still there? (Gathers read a value past the end where a word
+        # pops nothing.)
         entry = tf.minimum(popped, tf.size(ranks, out_type=tf.int64))
-        at = tf.where(kept, ops.take(tf.concat([positions, [0]], axis=0), entry), count)
+        at = tf.where(has, ops.take(tf.concat([positions, [0]], axis=0), entry), count)
         right = ops.take(tf.concat([next_unit, [-1]], axis=0), at)
         padded = tf.concat([symbols, [0]], axis=0)
         pair = table.lookup(ops.take(padded, at), ops.take(padded, tf.maximum(right, 0)))
         wanted = ops.take(tf.concat([made, [-1]], axis=0), entry)
         live = ops.take(tf.concat([alive, [False]], axis=0), at)
-        merges = kept & live & (right >= 0) & (pair >= 0) & (bpe.made_by(pair) == wanted)
+        merging = has & live & (right >= 0) & (pair >= 0) & (bpe.made_by(pair) == wanted)
+        fixed_pop = merging & (live_pops <= first_skip)
+        kept = has & tf.where(fixed_pop, live_pops < first_skip, ~(drawn < dropout))
+        live_pops += tf.cast(merging, tf.int64)
+        merges = kept & merging
+        is_popped = number == ops.take(popped, entry_rows)
+        entry_kept = ops.take(kept, entry_rows)
+        aside = (aside & ~entry_kept) | (is_popped & ~entry_kept)
         left, right = tf.boolean_mask(at, merges), tf.boolean_mask(right, merges)
         new = tf.boolean_mask(wanted, merges)
         after = ops.take(next_unit, right)
@@ -163,16 +169,20 @@ def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=
             ops.take(origins, going),
         )
         entries = (ranks, ops.take(renumbered, positions), made)
-        return units, ops.take(word_of, ops.indices_where(~done)), entries, aside, finished, step + 1
+        going_words = ops.indices_where(~done)
+        fixed = (ops.take(first_skip, going_words), ops.take(live_pops, going_words))
+        return units, ops.take(word_of, going_words), fixed, entries, aside, finished, step + 1
 
     vector = tf.TensorShape([None])
     units = (symbols, tf.ones_like(symbols, tf.bool), next_unit, previous_unit, rows, origins)
     words = tf.range(number_of_words)
-    _, _, _, _, finished, _ = tf.while_loop(
+    first_skip = tf.fill([number_of_words], tf.constant(-1, tf.int64)) if first_skip is None else first_skip
+    fixed = (first_skip, tf.zeros_like(first_skip))
+    *_, finished, _ = tf.while_loop(
         lambda units, word_of, *_: tf.size(word_of) > 0,
         step,
-        (units, words, entries, tf.zeros_like(entries[0], tf.bool), finished, tf.constant(1)),
-        shape_invariants=((vector,) * 6, vector, (vector,) * 3, vector, [None] * 3, tf.TensorShape([])),
+        (units, words, fixed, entries, tf.zeros_like(entries[0], tf.bool), finished, tf.constant(1)),
+        shape_invariants=((vector,) * 6, vector, (vector,) * 2, (vector,) * 3, vector, [None] * 3, tf.TensorShape([])),
     )
     symbols, rows, origins = (part.concat() for part in finished)
     return table.gathered(symbols, rows, number_of_words, [origins])

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 from tfsubword import tables, trie
+from tfsubword.segment import first_skip
 
 # The substring route takes texts with at most this many substrings to look up.
 _SUBSTRINGS_AT_MOST = 2048
@@ -118,11 +119,8 @@ class WordPiece(tf.Module):
         keep_seed, walk_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         n_words = tf.size(splits, out_type=tf.int64) - 1
         whole_ids = self.whole_words.lookup(ops.encode_utf8(values, splits))
-        # Kept before the first skip: k with probability (1 - dropout)^k dropout. (Compared as floats:
-        # with no dropout, infinity or NaN, with which no occurrence walks.)
-        drawn = tf.random.stateless_uniform(tf.shape(occurrence), keep_seed)
-        kept_first = tf.math.floor(tf.math.log1p(-drawn) / tf.math.log1p(-tf.cast(dropout, tf.float32)))
-        # A token's greedy path is itself: its words need no walk unless an occurrence skips it.
+        kept_first = first_skip.kept_before_skip(tf.size(occurrence), dropout, keep_seed)
+        # A token's greedy path is itself: its words need no walk unless an occurrence skips it at once.
         skipped_at_once = tf.math.unsorted_segment_max(tf.cast(kept_first < 1, tf.int32), occurrence, n_words) > 0
         candidate = (whole_ids < 0) | (skipped_at_once & (splits[1:] - splits[:-1] > 1))
         local = tf.cumsum(tf.cast(candidate, tf.int64), exclusive=True)
@@ -144,15 +142,11 @@ class WordPiece(tf.Module):
         walked_ids, walked_splits = self._walk_occurrences(
             values, splits, ops.take(local, ops.take(occurrence, going)), dropout, walk_seed, fixed, matches
         )
-        # Each occurrence reads one row of a table: every word's token, the greedy rows of the words
-        # that are no token, the walked occurrences' rows.
-        table_ids = tf.concat([whole_ids, greedy_ids, walked_ids], axis=0)
-        table_splits = tf.concat(
-            [tf.range(n_words), n_words + greedy_splits, n_words + greedy_splits[-1] + walked_splits[1:]], axis=0
-        )
+        # The occurrences that do not walk read every word's token, or the greedy rows of the others.
+        ids = tf.concat([whole_ids, greedy_ids], axis=0)
+        splits = tf.concat([tf.range(n_words), n_words + greedy_splits], axis=0)
         row = tf.where(ops.take(whole_ids >= 0, occurrence), occurrence, n_words + ops.take(local, occurrence))
-        row = tf.where(walking, n_words + n_greedy + tf.cumsum(tf.cast(walking, tf.int64), exclusive=True), row)
-        return ops.gather_rows(table_ids, table_splits, row)
+        return first_skip.greedy_or_walked(ids, splits, row, walking, walked_ids, walked_splits)
 
     def _walk_occurrences(self, values, splits, occurrence, dropout, seed, fixed=None, matches=None, spans=False):
         """`sample_occurrences` by walks only. `matches`: the trie's matches in the words, if found.
