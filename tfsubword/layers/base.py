@@ -203,16 +203,23 @@ class TokenizerLayer(keras.layers.Layer):
         self._require_vocabulary()
         flat, restore = _flatten_strings(_as_string_tensor(inputs))
         seed = tf.cast(self._seeds().next(), tf.int32)
-        key, function = ("sampled offsets", self._sample_with_offsets) if offsets else ("sampled", self._sample_halves)
+        if offsets:
+            key, function = "sampled offsets", self._sample_with_offsets
+        else:
+            key, function = "sampled", self._sample_halves if self._samples_in_halves else self._sample
         result = self._traced(key, function, _SAMPLED, flat, seed)
         if not offsets:
             return restore(self._finish(result))
         ids, starts, ends = result
         return restore(self._finish(ids)), restore(self._pad(starts, 0)), restore(self._pad(ends, 0))
 
+    # Whether sampled calls draw two halves of a large batch at once (`_sample_halves`).
+    _samples_in_halves = False
+
     def _sample_halves(self, strings, seed):
         """`_sample`; many texts in two halves drawn at once, each with a seed of its own: most ops run
-        on one thread, and draws per occurrence leave little work for the halves to share."""
+        on one thread, and a sampler whose work is mostly per occurrence has little for the halves to
+        share (a unigram model's forward passes, once per distinct word, are not so)."""
 
         def sample(texts, seed):
             ids = self._sample(texts, seed)

@@ -86,6 +86,8 @@ class WordPieceLayer(TokenizerLayer):
     (['[PAD]', '[UNK]'], [0, 1])
     """
 
+    _samples_in_halves = True
+
     def __init__(
         self,
         vocabulary=None,
