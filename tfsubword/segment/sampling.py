@@ -17,6 +17,8 @@ import tensorflow as tf
 
 from tfsubword import graph_ops as ops
 
+# From this many occurrences, their walks back run in two halves at once.
+_WALKS_IN_HALVES_FROM = 512
 # `nbest_size` above this is refused, as SentencePiece refuses it.
 MAX_NBEST_SIZE = 512
 _NONE = -np.inf  # the log-weight of no path
@@ -166,7 +168,19 @@ class LatticeSampler(tf.Module):
 
         (cumulative,) = self._forward(layout, [], step, tf.constant(0.0), [tf.float32])
         cumulative = tf.reshape(cumulative, [-1, width])
+        # The walks back of many occurrences in two halves at once: loops of small ops, on one thread each.
+        ids, splits = ops.ragged_in_halves(
+            lambda occurrence, seed: self._walk_back(layout, cumulative, distinct_splits, occurrence, seed),
+            occurrence,
+            _WALKS_IN_HALVES_FROM,
+            seed,
+        )
+        return ids, splits, ops.gather_rows(distinct_values, distinct_splits, occurrence)[0]
 
+    def _walk_back(self, layout, cumulative, distinct_splits, occurrence, seed):
+        """`_draw_occurrences`' draws of the occurrences `occurrence` (ids, row splits), from the
+        cumulated chances of the pieces at each place of the distinct rows (`cumulative`)."""
+        width = self.lattice.width
         # Each occurrence walks back from its end, a piece a step: `end` is the place in its row of
         # the last character of the piece to draw, `first` where its characters start among all the
         # occurrences' (each character has its uniform number), `start` where its row starts.
@@ -204,12 +218,8 @@ class LatticeSampler(tf.Module):
         order = ops.take(slot, ops.indices_where(slot > 0)) - 1
         ends, at, length = (ops.take(t, order) for t in (ends, at, length))
         end_occurrences = ops.search_sorted(occurrence_splits, ends, side="right", out_type=tf.int64) - 1
-        characters = ops.gather_rows(distinct_values, distinct_splits, occurrence)[0]
-        return (
-            _pieces(layout, at, length),
-            ops.splits_from_row_ids(end_occurrences, tf.size(occurrence, out_type=tf.int64)),
-            characters,
-        )
+        number = tf.size(occurrence, out_type=tf.int64)
+        return _pieces(layout, at, length), ops.splits_from_row_ids(end_occurrences, number)
 
     def _draw_nbest(self, code_points, splits, seed):
         k = self.nbest_size
