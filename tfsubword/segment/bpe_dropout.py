@@ -70,7 +70,7 @@ def queue_dropout(table, symbols, rows, number_of_words, dropout, seed, origins=
     links to the live neighbours. Draws come from `seed` (int32 `[2]`) and the step. With
     `origins` (int64, one per symbol), also the origin of each token's first symbol. With
     `first_skip` (int64, one per word, or -1), a word's first `first_skip` pops of entries that
-    merge are kept and the next such pop set aside, whatever the draws (see `sample_words`)."""
+    merge are kept and the next such pop set aside, whatever the draws (see `bpe.BytePairEncoding.sample`)."""
     count = tf.size(symbols, out_type=tf.int64)
     index = tf.range(count)
     # (Sliced: an empty word list has no pair, and no `[False]` either.)

@@ -1,8 +1,8 @@
 """Dropout rules sampled from the deterministic segmentation: draw where the first skip falls.
 
-Under BPE-dropout and MaxMatch-dropout an occurrence of a word ends as the word's deterministic
-segmentation unless one of the m steps that rule takes (merges, greedy matches longer than one
-character) is skipped, each with probability p, on its own. So each occurrence draws how many of
+Under Hugging Face's BPE-dropout and MaxMatch-dropout an occurrence of a word ends as the word's
+deterministic segmentation unless one of the m steps that rule takes (merges, greedy matches longer
+than one character) is skipped, each with probability p, on its own. So each occurrence draws how many of
 those steps it keeps before its first skip, k with probability (1 - p)^k p: with k >= m it takes the
 segmentation found once per distinct word, and only the others run the sampler, with the first k
 steps kept and the next one skipped (the rest drawn as usual). The law is the sampler's own; most
