@@ -55,7 +55,7 @@ FAMILIES = (
     "unigram-words",
 )
 # The quick tier traces a layer for one family of each kind (WordPiece with BERT's rules, byte-level
-# BPE, byte-fallback BPE, Unigram); every family encodes there too, eagerly (`--full` traces each).
+# BPE, byte-fallback BPE, Unigram); `--full` traces every family.
 TRACED_QUICKLY = ("bert-uncased", "gpt2", "llama2", "t5")
 # Families the quick tier encodes eagerly: one of each model, pre-tokenizer and decoder kind (the
 # others repeat one of these with another file, which `--full` checks).
