@@ -224,9 +224,9 @@ class BytePairEncoding(tf.Module):
         ids, splits = self._merges.merge(symbols, rows, number_merged)
         symbol_splits = ops.splits_from_row_ids(rows, number_merged)
         merges = (symbol_splits[1:] - symbol_splits[:-1]) - (splits[1:] - splits[:-1])
-        local = tf.where(token, number_merged, tf.cumsum(tf.cast(~token, tf.int64), exclusive=True))
         units = tf.strings.length(distinct, unit="BYTE" if self._byte_level else "UTF8_CHAR")
-        merges = tf.where(token, tf.cast(units, tf.int64) - 1, ops.take(tf.concat([merges, [0]], axis=0), local))
+        merges = tf.scatter_nd(merged[:, None], merges, [number_of_words])
+        merges = tf.where(token, tf.cast(units, tf.int64) - 1, merges)
         kept_first = first_skip.kept_before_skip(tf.size(occurrence), dropout, keep_seed)
         walking = kept_first < tf.cast(ops.take(merges, occurrence), tf.float32)
         going = ops.indices_where(walking)
@@ -243,6 +243,7 @@ class BytePairEncoding(tf.Module):
         # The others read their word's token, or its merge.
         ids = tf.concat([whole, ids], axis=0)
         splits = tf.concat([tf.range(number_of_words), number_of_words + splits], axis=0)
+        local = tf.cumsum(tf.cast(~token, tf.int64), exclusive=True)
         row = tf.where(ops.take(token, occurrence), occurrence, number_of_words + ops.take(local, occurrence))
         return first_skip.greedy_or_walked(ids, splits, row, walking, walked_ids, walked_splits)
 

@@ -124,7 +124,8 @@ class WordPiece(tf.Module):
         skipped_at_once = tf.math.unsorted_segment_max(tf.cast(kept_first < 1, tf.int32), occurrence, n_words) > 0
         candidate = (whole_ids < 0) | (skipped_at_once & (splits[1:] - splits[:-1] > 1))
         local = tf.cumsum(tf.cast(candidate, tf.int64), exclusive=True)
-        values, splits = ops.gather_rows(values, splits, ops.indices_where(candidate))
+        candidates = ops.indices_where(candidate)
+        values, splits = ops.gather_rows(values, splits, candidates)
         rows, first, start_nodes, limits = self._starts(values, splits)
         matches = self._trie.matches(values, start_nodes, limits)
         ends, ids = trie.longest_of(*matches, tf.size(values))
@@ -133,9 +134,8 @@ class WordPiece(tf.Module):
         skippable = tf.cast(on_path & (ends - tf.range(tf.size(values)) > 1), tf.int64)
         before = tf.cumsum(skippable, exclusive=True)
         rank = before - ops.take(before, ops.take(splits, rows))
-        n_greedy = tf.size(splits, out_type=tf.int64) - 1
-        steps = tf.concat([tf.math.unsorted_segment_sum(skippable, rows, n_greedy), [0]], axis=0)
-        steps = ops.take(steps, tf.where(candidate, local, n_greedy))
+        steps = tf.math.unsorted_segment_sum(skippable, rows, tf.size(candidates, out_type=tf.int64))
+        steps = tf.scatter_nd(candidates[:, None], steps, [n_words])  # 0 for the others
         walking = kept_first < tf.cast(ops.take(steps, occurrence), tf.float32)
         going = ops.indices_where(walking)
         fixed = (tf.cast(ops.take(kept_first, going), tf.int64), skippable > 0, rank, ends)
