@@ -196,6 +196,7 @@ def test_bad_vocabularies(vocabulary, message):
         ({"strip_accents": 1}, "strip_accents"),
         ({"unknown_token": ""}, "unknown_token"),
         ({"suffix_indicator": None}, "suffix_indicator"),
+        ({"jit_compile": "yes"}, "jit_compile"),
     ],
 )
 def test_bad_arguments(arguments, message):

@@ -23,8 +23,10 @@ from tests.conftest import (
 from tfsubword import WordPieceLayer
 from tfsubword.files.vocab import read_vocabulary
 
+# The trie walk of a layer built with `jit_compile=True`: the greedy walk compiled with XLA.
+COMPILED = "compiled walk"
 # Each route, and each batch route with the routes chosen by size: (route, batch route).
-ROUTES = [(route, "chosen by size") for route in WORDPIECE_ROUTES] + [
+ROUTES = [(route, "chosen by size") for route in [*WORDPIECE_ROUTES, COMPILED]] + [
     ("chosen by size", batch_route) for batch_route in list(WORDPIECE_BATCH_ROUTES)[1:]
 ]
 # Over whole corpora, batches of 1024 lines: the distinct words, unless whole texts are forced.
@@ -35,19 +37,22 @@ CORPUS_ROUTES = [routes for routes in ROUTES if routes[1] != "distinct words"]
 def tokenizers(lowercase, routes=ROUTES[0]):
     """(layer call, reference) for the BERT uncased vocabulary, built once per casing and routes."""
     # A traced layer keeps the route it was traced with; eagerly, one layer takes each call's route.
-    layer = _layer(lowercase, routes if traced_parity() else None)
+    compiled = routes[0] == COMPILED
+    layer = _layer(lowercase, routes if traced_parity() else None, compiled)
     tokenize = parity_call(layer.tokenize)
+    forced = ("trie walk", routes[1]) if compiled else routes
 
     def encode(texts):
-        with wordpiece_route(*routes):  # read when the layer is traced, or eagerly at each call
+        with wordpiece_route(*forced):  # read when the layer is traced, or eagerly at each call
             return tokenize(texts)
 
     return encode, reference(lowercase)
 
 
 @functools.cache
-def _layer(lowercase, routes):
-    return WordPieceLayer(read_vocabulary(shared_file(BERT_VOCAB.name)), lowercase=lowercase)
+def _layer(lowercase, routes, jit_compile=False):
+    vocabulary = read_vocabulary(shared_file(BERT_VOCAB.name))
+    return WordPieceLayer(vocabulary, lowercase=lowercase, jit_compile=jit_compile)
 
 
 @functools.cache
@@ -74,7 +79,9 @@ def test_every_line_of_the_shared_texts(path, lowercase, routes):
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("routes", [ROUTES[0], ("chosen by size", "whole texts")], ids=" / ".join)
+@pytest.mark.parametrize(
+    "routes", [ROUTES[0], ("chosen by size", "whole texts"), (COMPILED, "chosen by size")], ids=" / ".join
+)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @pytest.mark.parametrize("path", real_texts(), ids=lambda p: p.name)
 def test_every_line_of_the_real_texts(path, lowercase, routes):
@@ -118,7 +125,12 @@ pieces = st.one_of(
 texts = st.lists(pieces, max_size=30).map("".join)
 
 
-@pytest.mark.parametrize("routes", ROUTES, ids=" / ".join)
+@pytest.mark.parametrize(
+    "routes",
+    # The quick tier's sample above runs the compiled walk; here the full tier does.
+    [pytest.param(routes, marks=[pytest.mark.full] if routes[0] == COMPILED else []) for routes in ROUTES],
+    ids=" / ".join,
+)
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 @given(batch=st.lists(texts, min_size=1, max_size=4))
 def test_random_unicode_matches_reference(lowercase, routes, batch):

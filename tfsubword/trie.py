@@ -13,6 +13,9 @@ WordPiece is step 1 with a root per position (word start or continuation) and st
 meaning failure. A string-rewrite map (a longest-match normalizer) is the same with "no match" meaning
 "copy one character".
 
+`CharacterArray` holds a `Trie` as three arrays read with gathers only (a double array over the
+keys' characters numbered densely), for walks compiled with XLA, which takes no hash tables.
+
 `DoubleArray` walks SentencePiece's own trie format (a Darts-clone double array over UTF-8 bytes) with
 gathers: a character map of 200,000 rules stays the few hundred kilobytes its `.model` file holds.
 """
@@ -57,6 +60,7 @@ class Trie(tf.Module):
                     node_values.append(-1)
                 node = child
             node_values[node] = value
+        self._node_value_list = tuple(node_values)
         self._children = types.MappingProxyType(children)  # a dict attribute would be wrapped entry by entry
         edges = np.array(list(children.keys()), dtype=np.int64).reshape(-1, 2)
         self._transitions = tables.hash_table(
@@ -233,6 +237,86 @@ class Trie(tf.Module):
         if weights is None:
             return ids_plus_one - 1
         return ids_plus_one - 1, ops.take(weights, ids_plus_one)
+
+
+class CharacterArray(tf.Module):
+    """A `Trie`'s nodes as a double array over its characters, read with gathers only.
+
+    The keys' characters are numbered 1, 2, ... (`characters` maps code points to them, 0 for any
+    other). Node n's child by character c is `base[n] + c` if `check` there is n; `value` is each
+    node's value (-1 where none). Node 0 is the root; `node(prefix)` as in `Trie`.
+    """
+
+    def __init__(self, trie, name=None):
+        super().__init__(name=name)
+        alphabet, base, check, value, self._slots = _double_array(dict(trie._children), trie._node_value_list)
+        self._trie = trie
+        self.base, self.check, self.value = (tables.constant(array, tf.int32) for array in (base, check, value))
+        page_values = np.zeros(_CODE_POINTS, np.int32)
+        page_values[np.array(list(alphabet), np.int64)] = list(alphabet.values())
+        self._characters = tables.CodePointTable(page_values, tf.int32)
+
+    def node(self, prefix):
+        """The unit of the node reached from the root by `prefix`, or -1 if no key starts with it."""
+        node = self._trie.node(prefix)
+        return -1 if node < 0 else int(self._slots[node])
+
+    def characters(self, code_points):
+        """Each code point's number among the keys' characters (int32), 0 for characters of no key."""
+        return self._characters.lookup(code_points)
+
+
+def _double_array(children, node_values):
+    """`CharacterArray`'s arrays from a trie's edges `{(node, code point): child}` and node values:
+    (the characters' numbers `{code point: number}`, base, check, value as int32 arrays, each node's
+    unit). Nodes are placed breadth first, each node's children at the first base where all fit."""
+    alphabet = {cp: number + 1 for number, cp in enumerate(sorted({cp for _, cp in children}))}
+    kids = {}
+    for (node, cp), child in children.items():
+        kids.setdefault(node, []).append((alphabet[cp], child))
+    used, onward = bytearray(1), [1]  # `onward`: from a used unit toward the next free one (path halving)
+    base, check, value = [0], [0], [node_values[0]]
+
+    def next_free(unit):
+        while unit < len(used) and used[unit]:
+            ahead = onward[unit]
+            if ahead < len(used) and used[ahead]:
+                onward[unit] = onward[ahead]
+            unit = ahead
+        return unit
+
+    def make_room(size):
+        grown = size - len(used)
+        if grown > 0:
+            used.extend(bytes(grown))
+            onward.extend(range(len(onward) + 1, size + 1))
+            base.extend([0] * grown)
+            check.extend([-1] * grown)
+            value.extend([-1] * grown)
+
+    slots = [0] * len(node_values)
+    used[0] = 1
+    order = [0]
+    for node in order:  # grows as it goes: breadth first
+        pairs = sorted(kids.get(node, ()))
+        if not pairs:
+            continue
+        first, last = pairs[0][0], pairs[-1][0]
+        place = next_free(first + 1)
+        make_room(place + last - first + 1)
+        while any(used[place + number - first] for number, _ in pairs[1:]):
+            place = next_free(place + 1)
+            make_room(place + last - first + 1)
+        unit = slots[node]
+        base[unit] = place - first
+        for number, child in pairs:
+            at = base[unit] + number
+            used[at], check[at], value[at], slots[child] = 1, unit, node_values[child], at
+            order.append(child)
+    # Every child a walk asks for (base + any number) lies within the arrays.
+    make_room(max(base) + len(alphabet) + 1)
+    arrays = [np.array(array, np.int32) for array in (base, check, value)]
+    return alphabet, *arrays, np.array(slots, np.int64)
 
 
 def pack_key(lengths, values):

@@ -21,6 +21,67 @@ from tfsubword.segment import first_skip
 
 # The substring route takes texts with at most this many substrings to look up.
 _SUBSTRINGS_AT_MOST = 2048
+# The compiled walk pads the characters to a power of two, at least this many, so that a process
+# compiles one variant per size, a handful in all; each lane walks about this many characters.
+_COMPILED_AT_LEAST = 1024
+_CHARACTERS_PER_LANE = 32
+
+
+# What `_greedy_walk` writes at the first character of a word it cannot piece together.
+_FAILED = -2
+
+
+def _bit_length(n):
+    """The bits of a positive int32 scalar `n`: `2 ** _bit_length(n) > n`."""
+    return tf.reduce_sum(tf.cast(tf.bitwise.right_shift(n, tf.range(31)) > 0, tf.int32))
+
+
+@tf.function(jit_compile=True, input_signature=[tf.TensorSpec([None], tf.int32)] * 7 + [tf.TensorSpec([], tf.int32)])
+def _greedy_walk(characters, word_ends, lane_starts, lane_ends, base, check, value, continuation):
+    """Greedy longest-match-first through a `trie.CharacterArray`, compiled with XLA.
+
+    `characters` (the keys' character numbers, 0 for none) hold words end to end, one more (0) at
+    the end; `word_ends` each position's word's end (the last entry: the padded size). Lane k walks
+    the whole words from `lane_starts[k]` to `lane_ends[k]`, one character (or one piece taken) a
+    step: a walk goes on while the trie has a child, remembering the last node with a value; when it
+    stops, that value is the piece from where the walk began, and the next walk begins where the
+    piece ends, from `continuation` (the suffix indicator's node) inside a word, from the root at a
+    word's start. A stop with no piece fails the word. Returns, for each position, the id of the
+    piece that starts there, `_FAILED` at the first character of a failed word, -1 elsewhere.
+    """
+    dump = tf.size(characters) - 1  # scatters of lanes that take no piece write here
+
+    def walking(start, *_):
+        return tf.reduce_any(start < lane_ends)
+
+    def step(start, word_start, word_end, node, at, piece_end, piece, taken):
+        live = start < lane_ends
+        child = tf.gather(base, node) + tf.gather(characters, at)
+        moves = (
+            live & (node >= 0) & (at < word_end) & (tf.gather(characters, at) > 0) & (tf.gather(check, child) == node)
+        )
+        child_value = tf.gather(value, tf.where(moves, child, 0))
+        found = moves & (child_value >= 0)
+        stops = live & ~moves
+        takes = stops & (piece_end > start)
+        fails = stops & (piece_end <= start)
+        taken = tf.tensor_scatter_nd_update(
+            taken, tf.where(takes, start, tf.where(fails, word_start, dump))[:, None], tf.where(takes, piece, _FAILED)
+        )
+        next_start = tf.where(takes, piece_end, tf.where(fails, word_end, start))
+        new_word = stops & (next_start >= word_end)
+        word_start = tf.where(new_word, next_start, word_start)
+        word_end = tf.where(new_word, tf.gather(word_ends, next_start), word_end)
+        node = tf.where(moves, child, tf.where(new_word, 0, tf.where(stops, continuation, node)))
+        at = tf.where(moves, at + 1, tf.where(stops, next_start, at))
+        piece_end = tf.where(found, at, tf.where(stops, next_start, piece_end))
+        piece = tf.where(found, child_value, piece)
+        return next_start, word_start, word_end, node, at, piece_end, piece, taken
+
+    none = tf.zeros_like(lane_starts)
+    first_ends = tf.gather(word_ends, lane_starts)
+    start = (lane_starts, lane_starts, first_ends, none, lane_starts, lane_starts, none - 1)
+    return tf.while_loop(walking, step, (*start, tf.fill(tf.shape(characters), -1)))[-1]
 
 
 class WordPiece(tf.Module):
@@ -33,13 +94,18 @@ class WordPiece(tf.Module):
         max_chars_per_word: longer words are the unknown token.
         whole_words: the `(token, id)` pairs to look up whole before segmenting (tokens that are
             normalized words); `whole_words` (the attribute) is their table, for the layer too.
+        jit_compile: whether many words take the greedy walk compiled with XLA (`_compiled_match`)
+            rather than the executor's walk from every position; the same pieces.
     """
 
-    def __init__(self, tokens, unknown_id, suffix_indicator, max_chars_per_word, whole_words, name=None):
+    def __init__(
+        self, tokens, unknown_id, suffix_indicator, max_chars_per_word, whole_words, jit_compile=False, name=None
+    ):
         super().__init__(name=name)
         self._unknown_id = unknown_id
         self._max_chars_per_word = max_chars_per_word
         self._trie = trie.Trie(tokens, range(len(tokens)))
+        self._array = trie.CharacterArray(self._trie) if jit_compile else None
         self._continuation_root = self._trie.node(suffix_indicator)
         self._suffix_indicator = suffix_indicator
         self._token_ids = tables.hash_table(
@@ -73,12 +139,59 @@ class WordPiece(tf.Module):
         size = tf.size(code_points)
         rows, first, start_nodes, limits = self._starts(code_points, splits)
         lengths = tf.where(start_nodes >= 0, tf.minimum(limits - tf.range(size), self._longest_token), 0)
+        few = tf.reduce_sum(tf.cast(lengths, tf.int64)) <= _SUBSTRINGS_AT_MOST
+
+        def by_lookup():
+            ends, ids = self._longest_by_lookup(code_points, splits, rows, first, lengths)
+            return self._greedy_path(splits, rows, first, limits, ends, ids, spans)[:2]
+
+        if self._array is not None:
+            return ops.rare_cond(few, by_lookup, lambda: self._compiled_match(code_points, splits, rows, first, spans))
         ends, ids = ops.rare_cond(
-            tf.reduce_sum(tf.cast(lengths, tf.int64)) <= _SUBSTRINGS_AT_MOST,
+            few,
             lambda: self._longest_by_lookup(code_points, splits, rows, first, lengths),
             lambda: self._trie.longest_matches(code_points, start_nodes, limits),
         )
         return self._greedy_path(splits, rows, first, limits, ends, ids, spans)[:2]
+
+    def _compiled_match(self, code_points, splits, rows, first, spans):
+        """`_match` by the greedy walk itself, compiled (`_greedy_walk`): the words laid end to end and
+        cut into lanes of whole words, each lane walking its words one character a step."""
+        size = tf.size(code_points)
+        n_words = tf.size(splits) - 1
+        bounds = tf.cast(splits, tf.int32)
+        padded = tf.maximum(_COMPILED_AT_LEAST, tf.bitwise.left_shift(1, _bit_length(size)))
+        # Characters of no token, and every character of a word too long, end every walk there.
+        too_long = ops.take(bounds[1:] - bounds[:-1] > self._max_chars_per_word, rows)
+        characters = tf.where(too_long, 0, self._array.characters(code_points))
+        characters = tf.pad(characters, [[0, padded + 1 - size]])
+        word_ends = tf.pad(ops.take(bounds[1:], rows), [[0, padded + 1 - size]], constant_values=padded)
+        lanes = padded // _CHARACTERS_PER_LANE
+        lane_starts = ops.take(bounds, ops.search_sorted(bounds[:-1], tf.range(lanes) * size // lanes))
+        lane_ends = tf.concat([lane_starts[1:], [size]], axis=0)
+        taken = _greedy_walk(
+            characters,
+            word_ends,
+            lane_starts,
+            lane_ends,
+            self._array.base,
+            self._array.check,
+            self._array.value,
+            tf.constant(self._array.node(self._suffix_indicator), tf.int32),
+        )[:size]
+        failed = ops.take(ops.take(taken, bounds[:-1]) == _FAILED, rows)
+        kept = ops.indices_where(tf.where(failed, first, taken >= 0))
+        ids = ops.take(tf.where(failed, self._unknown_id, taken), kept)
+        piece_rows = ops.take(rows, kept)
+        piece_splits = ops.splits_from_row_ids(piece_rows, tf.cast(n_words, tf.int64))
+        if spans:
+            # A piece ends where the next one of its word starts, or where its word does.
+            starts = tf.cast(kept, tf.int32)
+            following = tf.concat([starts[1:], [size]], axis=0)
+            same_word = tf.concat([piece_rows[1:] == piece_rows[:-1], [False]], axis=0)
+            ends = tf.where(same_word, following, ops.take(bounds[1:], piece_rows))
+            ids = tf.stack([ids, starts, ends], axis=1)
+        return ids, piece_splits
 
     def _starts(self, code_points, splits):
         """Each position's word (int64), whether it starts its word, the node its walks start from
