@@ -1,7 +1,7 @@
 """Speed on the text people send: each layer against its anchors on real short lines in many scripts.
 
     python benchmarks/realtext.py [--layers wordpiece unigram bpe sentencepiece-bpe] [--batches 1 32 1024] [--rounds 5]
-                                  [--floors]
+                                  [--floors] [--jit-compile]
 
 Corpora: `realtext/` (short lines in Italian, Czech, Bulgarian, Polish and Portuguese; technical prose in
 Japanese and traditional Chinese), *Botchan*, the Japanese novel, and wikitext-2 valid (pre-tokenized:
@@ -25,6 +25,9 @@ lines of a fresh iterator, and, apart, what starting a pipeline costs (its first
 iterator, each epoch of `model.fit`, instantiates the mapped function's graph). `--data-only`
 runs only these.
 Latency tables give the time per call at batch 1 and 32, as a serving user sees it.
+
+`--jit-compile` times `WordPieceLayer(jit_compile=True)` as tfsubword, with the layer as built by
+default (the executor's walk) as one more anchor.
 
 `--floors` (WordPiece and Unigram) adds what the cheapest core-op pipelines doing part of the work
 cost, timed with the others, and the speed each would reach against the in-graph anchor: the ceiling
@@ -72,6 +75,8 @@ CORPORA.update(
 BEST_CASE = "wikitext-2 valid"
 OURS = "tfsubword"
 STRINGS = [tf.TensorSpec([None], tf.string)]
+# `--jit-compile`: the WordPiece layer built with `jit_compile=True`, the executor's as an anchor.
+JIT_COMPILE = False
 
 
 def lines_of(path, limit):
@@ -111,12 +116,14 @@ def wordpiece_systems(mix, directory, floors=False):
     hf = tokenizers.Tokenizer.from_file(str(DATA / "bert-base-uncased-tokenizer.json"))
     hf.no_truncation()
     hf.no_padding()
-    layer = tfsubword.WordPieceLayer(str(vocabulary))
+    layer = tfsubword.WordPieceLayer(str(vocabulary), jit_compile=JIT_COMPILE)
     systems = {
         OURS: in_graph(layer),
         "tf-text FastWordpiece": in_graph(fast_wordpiece),
         "HF tokenizers": in_python(lambda texts: hf.encode_batch(texts, add_special_tokens=False)),
     }
+    if JIT_COMPILE:
+        systems[f"{OURS} executor"] = in_graph(tfsubword.WordPieceLayer(str(vocabulary)))
     if not floors:
         return systems
     words = _distinct_words_floor(tokens)
@@ -446,7 +453,12 @@ def main():
     parser.add_argument("--data-lines", type=int, default=1024, help="lines through each tf.data pipeline")
     parser.add_argument("--data-only", action="store_true", help="only the tf.data rows")
     parser.add_argument("--floors", action="store_true", help="also the floors (WordPiece and Unigram)")
+    parser.add_argument(
+        "--jit-compile", action="store_true", help="WordPiece built with jit_compile=True, against the executor's too"
+    )
     arguments = parser.parse_args()
+    global JIT_COMPILE
+    JIT_COMPILE = arguments.jit_compile
     texts = {name: lines_of(path, arguments.bytes) for name, path in CORPORA.items()}
     print(f"TensorFlow {tf.__version__}; " + ", ".join(f"{name} {len(lines)} lines" for name, lines in texts.items()))
     for layer in arguments.layers:

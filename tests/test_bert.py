@@ -98,10 +98,16 @@ def byte_offsets(text, offsets):
     return [(len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))) for start, end in offsets]
 
 
+# The trie walk of a layer built with `jit_compile=True` (compiled with XLA).
+COMPILED = "compiled walk"
+
+
 @functools.cache
 def bert_offsets(route):
-    layer = WordPieceLayer(read_vocabulary(shared_file(BERT_VOCAB.name)))
+    compiled = route == COMPILED
+    layer = WordPieceLayer(read_vocabulary(shared_file(BERT_VOCAB.name)), jit_compile=compiled)
     offsets = parity_call(layer.tokenize_with_offsets)
+    route = "trie walk" if compiled else route
 
     def encode(texts):
         with wordpiece_route(route):  # read when the layer is traced, or eagerly at each call
@@ -111,7 +117,7 @@ def bert_offsets(route):
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("route", WORDPIECE_ROUTES)
+@pytest.mark.parametrize("route", [*WORDPIECE_ROUTES, COMPILED])
 @pytest.mark.parametrize("path", shared_texts(), ids=lambda p: p.name)
 def test_offsets_match_hugging_face(path, route):
     check_offsets(nonempty_lines(path), route)
