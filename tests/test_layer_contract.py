@@ -60,6 +60,7 @@ CHANGED = {
             "vocab_size": 300,
             "dropout": 0.1,
             "seed": 3,
+            "jit_compile": True,
             "sequence_length": 9,
             "pad_token": "[SEP]",
             "dtype": "int64",
