@@ -24,7 +24,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import contract
-from tests.conftest import SHARED_DATA, nonempty_lines, parity_call, real_texts, shared_file, shared_texts
+from tests.conftest import (
+    SHARED_DATA,
+    nonempty_lines,
+    parity_call,
+    real_texts,
+    shared_file,
+    shared_texts,
+    wordpiece_route,
+)
 from tests.test_sentencepiece_layer import trained_model
 from tests.test_unigram import trained_model as trained_unigram_model
 from tfsubword import HuggingFaceTokenizer, from_huggingface
@@ -462,20 +470,20 @@ def reference(family):
     return tokenizers_module().Tokenizer.from_str(family_json(family))
 
 
-def encoder(family, add_special_tokens=True):
+def encoder(family, add_special_tokens=True, jit_compile=False):
     """(layer, its traced call) for a family, built once (whether `add_special_tokens` is passed or not)."""
-    return _encoder(family, add_special_tokens)
+    return _encoder(family, add_special_tokens, jit_compile)
 
 
 @functools.cache
-def _encoder(family, add_special_tokens):
-    layer = from_huggingface(family_json(family), add_special_tokens=add_special_tokens)
+def _encoder(family, add_special_tokens, jit_compile):
+    layer = from_huggingface(family_json(family), add_special_tokens=add_special_tokens, jit_compile=jit_compile)
     return layer, parity_call(layer)
 
 
-def check_identical(family, lines, add_special_tokens=True, batch_size=1024):
+def check_identical(family, lines, add_special_tokens=True, batch_size=1024, jit_compile=False):
     """Our ids equal Hugging Face's for every line (a batch at a time, as each pads a batch)."""
-    _, encode = encoder(family, add_special_tokens)
+    _, encode = encoder(family, add_special_tokens, jit_compile)
     different = []
     for start in range(0, len(lines), batch_size):
         batch = lines[start : start + batch_size]
@@ -500,6 +508,20 @@ def short_line_of_every_text():
 @pytest.mark.parametrize("path", shared_texts() + real_texts(), ids=lambda p: p.name)
 def test_identical_ids_on_every_line(family, path):
     check_identical(family, nonempty_lines(path))
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("family", ["bert-uncased", "bert-cased", "wordpiece-words"])
+def test_wordpiece_files_with_the_compiled_walk_on_every_line(family):
+    """`jit_compile=True`, every batch forced through the compiled walk: Hugging Face's ids still."""
+    with wordpiece_route("trie walk"):  # read when the layer is traced, or eagerly at each call
+        check_identical(family, every_line(), jit_compile=True)
+
+
+def test_jit_compile_is_for_wordpiece_files():
+    assert from_huggingface(family_json("bert-uncased"), jit_compile=True).tokenizer.jit_compile
+    with pytest.raises(ValueError, match="jit_compile"):
+        from_huggingface(family_json("gpt2"), jit_compile=True)
 
 
 @pytest.mark.parametrize("family", traced_quickly(FAMILIES, ENCODED_QUICKLY))

@@ -33,7 +33,15 @@ _HALVES_FROM = 256
 
 
 def from_huggingface(
-    path_or_json, *, sequence_length=None, add_special_tokens=True, dropout=None, alpha=None, nbest_size=None, seed=None
+    path_or_json,
+    *,
+    sequence_length=None,
+    add_special_tokens=True,
+    dropout=None,
+    alpha=None,
+    nbest_size=None,
+    seed=None,
+    jit_compile=False,
 ):
     """A Keras layer that encodes text exactly as a Hugging Face `tokenizer.json` does.
 
@@ -73,6 +81,8 @@ def from_huggingface(
             `Unigram(alpha=..., nbest_size=...)` samples (see `HuggingFaceUnigram`; `tokenizer.json`
             does not hold them). Other models raise `ValueError` for them.
         seed: int or None. The seed of the sampled segmentations (`keras.random.SeedGenerator`).
+        jit_compile: bool. For WordPiece files: walk the words that are no token with a loop compiled
+            by XLA (see `WordPieceLayer`). Defaults to False; other models raise `ValueError` for True.
 
     Returns:
         A `HuggingFaceTokenizer`.
@@ -80,7 +90,12 @@ def from_huggingface(
     checks.integer("sequence_length", sequence_length, optional=True)
     checks.boolean("add_special_tokens", add_special_tokens)
     checks.probability("dropout", dropout, optional=True)
+    checks.boolean("jit_compile", jit_compile)
     spec = file_lib.read_tokenizer_json(path_or_json)
+    if spec.layer not in ("WordPieceLayer", "HuggingFaceWordPiece") and jit_compile:
+        raise ValueError(
+            "`jit_compile` compiles the WordPiece walk; this file's model is not WordPiece. Received: True."
+        )
     if spec.layer != "BPELayer" and dropout is not None:
         raise ValueError(f"`dropout` is BPE-dropout; this file's model is not BPE. Received: dropout={dropout}.")
     if spec.layer != "HuggingFaceUnigram" and (alpha, nbest_size) != (None, None):
@@ -89,9 +104,10 @@ def from_huggingface(
             f"nbest_size={nbest_size}."
         )
     if spec.layer == "WordPieceLayer":
-        tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options)
+        options = {"jit_compile": jit_compile}
+        tokenizer = WordPieceLayer(spec.vocabulary, special_tokens=[], name="model", **spec.options, **options)
     elif spec.layer == "HuggingFaceWordPiece":
-        tokenizer = HuggingFaceWordPiece(spec.vocabulary, name="model", **spec.options)
+        tokenizer = HuggingFaceWordPiece(spec.vocabulary, name="model", jit_compile=jit_compile, **spec.options)
     elif spec.layer == "HuggingFaceUnigram":
         options = {"alpha": alpha, "nbest_size": nbest_size, "seed": seed}
         tokenizer = HuggingFaceUnigram(spec.vocabulary, name="model", **spec.options, **options)

@@ -167,6 +167,8 @@ class HuggingFaceWordPiece(TokenizerLayer):
         unknown_token: str, a token of the vocabulary. Defaults to "[UNK]".
         suffix_indicator: str. Defaults to "##".
         max_chars_per_word: int. Defaults to 100.
+        jit_compile: bool. Walk the words that are no token with a loop compiled by XLA (see
+            `WordPieceLayer`). Defaults to False.
         pad_token: str. Defaults to "[PAD]".
         dtype: an integer dtype. Defaults to "int32".
     """
@@ -178,10 +180,12 @@ class HuggingFaceWordPiece(TokenizerLayer):
         unknown_token="[UNK]",
         suffix_indicator="##",
         max_chars_per_word=100,
+        jit_compile=False,
         pad_token="[PAD]",
         dtype="int32",
         **kwargs,
     ):
+        self.jit_compile = checks.boolean("jit_compile", jit_compile)
         self.unknown_token = checks.string("unknown_token", unknown_token)
         self.suffix_indicator = checks.string("suffix_indicator", suffix_indicator, empty=True)
         self.max_chars_per_word = checks.integer("max_chars_per_word", max_chars_per_word)
@@ -195,7 +199,9 @@ class HuggingFaceWordPiece(TokenizerLayer):
         # A word that is a token is that token (its longest match is itself).
         whole = [(token, i) for i, token in enumerate(tokens) if token and len(token) <= self.max_chars_per_word]
         unknown = self._token_ids[self.unknown_token]
-        self._segmenter = WordPiece(tokens, unknown, self.suffix_indicator, self.max_chars_per_word, whole)
+        self._segmenter = WordPiece(
+            tokens, unknown, self.suffix_indicator, self.max_chars_per_word, whole, self.jit_compile
+        )
 
     def _unknown_token_id(self):
         return self._token_ids[self.unknown_token]
@@ -214,6 +220,7 @@ class HuggingFaceWordPiece(TokenizerLayer):
                 "unknown_token": self.unknown_token,
                 "suffix_indicator": self.suffix_indicator,
                 "max_chars_per_word": self.max_chars_per_word,
+                "jit_compile": self.jit_compile,
             }
         )
         return config
