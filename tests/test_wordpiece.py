@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import BertReference
+from tests.conftest import BertReference, wordpiece_route
 from tfsubword import WordPieceLayer
+from tfsubword.layers.huggingface_models import HuggingFaceWordPiece
 
 VOCAB = [
     "[PAD]",
@@ -285,3 +286,13 @@ def test_long_word_and_long_line(layer):
     assert len(line) > 1_000_000
     result = layer(line).numpy()
     assert result.tolist() == ids("the", "qu", "##ick", "fox", ",") * 70_000
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["executor", "compiled"])
+def test_empty_words_between_and_after_words_through_the_walk(jit_compile):
+    """Words given one per text (as `from_huggingface` gives them), empty ones among them, all walked."""
+    layer = HuggingFaceWordPiece(VOCAB, jit_compile=jit_compile)
+    with wordpiece_route("trie walk"):  # every word that is no token walks, compiled or not
+        got = layer(tf.constant(["jumps", "", "quickly", "", "", "unaffable", "", "\u4e2dx", ""])).to_list()
+    jumps, quickly, unaffable = ids("jump", "##s"), ids("qu", "##ick", "##ly"), ids("un", "##aff", "##able")
+    assert got == [jumps, [], quickly, [], [], unaffable, [], ids("[UNK]"), []]

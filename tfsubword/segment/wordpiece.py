@@ -65,8 +65,10 @@ def _greedy_walk(characters, word_ends, lane_starts, lane_ends, base, check, val
         stops = live & ~moves
         takes = stops & (piece_end > start)
         fails = stops & (piece_end <= start)
+        # An empty word fails at once, but it has no character to mark: the next word starts there.
+        marked = fails & (word_start < word_end)
         taken = tf.tensor_scatter_nd_update(
-            taken, tf.where(takes, start, tf.where(fails, word_start, dump))[:, None], tf.where(takes, piece, _FAILED)
+            taken, tf.where(takes, start, tf.where(marked, word_start, dump))[:, None], tf.where(takes, piece, _FAILED)
         )
         next_start = tf.where(takes, piece_end, tf.where(fails, word_end, start))
         new_word = stops & (next_start >= word_end)
@@ -178,8 +180,10 @@ class WordPiece(tf.Module):
             self._array.check,
             self._array.value,
             tf.constant(self._array.node(self._suffix_indicator), tf.int32),
-        )[:size]
+        )
+        # Read in the padded array: an empty word at the end starts at `size`.
         failed = ops.take(ops.take(taken, bounds[:-1]) == _FAILED, rows)
+        taken = taken[:size]
         kept = ops.indices_where(tf.where(failed, first, taken >= 0))
         ids = ops.take(tf.where(failed, self._unknown_id, taken), kept)
         piece_rows = ops.take(rows, kept)
