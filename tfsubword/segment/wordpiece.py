@@ -169,7 +169,10 @@ class WordPiece(tf.Module):
         characters = tf.pad(characters, [[0, padded + 1 - size]])
         word_ends = tf.pad(ops.take(bounds[1:], rows), [[0, padded + 1 - size]], constant_values=padded)
         lanes = padded // _CHARACTERS_PER_LANE
-        lane_starts = ops.take(bounds, ops.search_sorted(bounds[:-1], tf.range(lanes) * size // lanes))
+        # Lane k starts at the first word that starts at or after k * size / lanes (in int64: a
+        # million characters times their lanes overflows int32).
+        cuts = tf.cast(tf.range(lanes, dtype=tf.int64) * tf.cast(size, tf.int64) // tf.cast(lanes, tf.int64), tf.int32)
+        lane_starts = ops.take(bounds, ops.search_sorted(bounds[:-1], cuts))
         lane_ends = tf.concat([lane_starts[1:], [size]], axis=0)
         taken = _greedy_walk(
             characters,
